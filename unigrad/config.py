@@ -1,0 +1,76 @@
+"""Every knob, declared once: name, type, default, one line of help.
+
+Read a knob as `config.DEBUG.value` (or `int(config.DEBUG)`); scope a change with `Context(DEBUG=4)`.
+Environment variables of the same name set the starting values.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Knob:
+    name: str
+    type: type
+    default: Any
+    help: str
+    value: Any = field(init=False)
+
+    def __post_init__(self) -> None:
+        env = os.environ.get(self.name)
+        self.value = self.default if env is None or env == "" else self.type(env)
+
+    def __int__(self) -> int:
+        return int(self.value)
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __ge__(self, other: int) -> bool:
+        return self.value >= other
+
+    def __gt__(self, other: int) -> bool:
+        return self.value > other
+
+
+KNOBS: dict[str, Knob] = {}
+
+
+def _knob(name: str, typ: type, default: Any, help: str) -> Knob:
+    KNOBS[name] = k = Knob(name, typ, default, help)
+    return k
+
+
+DEBUG = _knob("DEBUG", int, 0, "1 kernels per realize + schedule time; 2 per-kernel time; 3 opts; 4 source; 5 graphs")
+DEVICE = _knob("DEVICE", str, "CPU", "default device (CPU, PYTHON)")
+CACHEDIR = _knob(
+    "CACHEDIR", str, str(pathlib.Path.home() / ".cache" / "unigrad"), "directory of the on-disk compile cache"
+)
+DISABLE_COMPILER_CACHE = _knob("DISABLE_COMPILER_CACHE", int, 0, "1 disables the on-disk compile cache")
+CC = _knob("CC", str, "", "C compiler for the CPU device; empty picks clang if present, else cc")
+SPEC = _knob("SPEC", int, 0, "1 runs the verifier (ir/spec.py) after every pipeline stage")
+BEAM = _knob("BEAM", int, 0, "beam width of the kernel search (0 = hand-coded heuristics)")
+NOOPT = _knob("NOOPT", int, 0, "1 disables kernel optimizations")
+THREADS = _knob("THREADS", int, 0, "worker threads per kernel (0 = one per core, 1 = off)")
+
+
+@contextlib.contextmanager
+def Context(**kwargs: Any) -> Iterator[None]:
+    """Temporarily set knobs: `with Context(DEBUG=4): ...`."""
+    old = {}
+    for k, v in kwargs.items():
+        if k not in KNOBS:
+            raise KeyError(f"unknown config knob {k!r}; known: {sorted(KNOBS)}")
+        old[k] = KNOBS[k].value
+        KNOBS[k].value = KNOBS[k].type(v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            KNOBS[k].value = v

@@ -1,0 +1,213 @@
+"""Data types and the promotion lattice.
+
+A DType is a small frozen value: name, itemsize, kind ('b' bool, 'i' signed, 'u' unsigned, 'f' float,
+'x' index/void) and the struct/numpy format used at the copy boundary. Promotion follows PyTorch: within
+a kind the wider type wins; signed+unsigned goes to the next signed type wide enough for both; ints with
+floats take the float; float16+bfloat16 meet at float32. Python scalars only promote across kinds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Final
+
+ConstType = bool | int | float
+
+
+@dataclass(frozen=True, slots=True, eq=True)
+class DType:
+    name: str
+    itemsize: int
+    kind: str  # 'b' bool, 'i' signed int, 'u' unsigned int, 'f' float, 'x' index / void
+    fmt: str | None  # numpy dtype string, None where numpy has none (bfloat16, index, void)
+
+    def __repr__(self) -> str:
+        return f"dtypes.{self.name}"
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_int(self) -> bool:
+        """True for signed/unsigned ints and the index type (not bool)."""
+        return self.kind in "iu" or self.name == "index"
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self.kind == "u"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "b"
+
+    @property
+    def min(self) -> ConstType:
+        return dtype_min(self)
+
+    @property
+    def max(self) -> ConstType:
+        return dtype_max(self)
+
+
+def dtype_min(dt: DType) -> ConstType:
+    if dt.kind == "b":
+        return False
+    if dt.kind == "u":
+        return 0
+    if dt.kind == "i":
+        return -(2 ** (8 * dt.itemsize - 1))
+    if dt.name == "index":
+        return -(2**63)
+    return -math.inf
+
+
+def dtype_max(dt: DType) -> ConstType:
+    if dt.kind == "b":
+        return True
+    if dt.kind == "u":
+        return 2 ** (8 * dt.itemsize) - 1
+    if dt.kind == "i":
+        return 2 ** (8 * dt.itemsize - 1) - 1
+    if dt.name == "index":
+        return 2**63 - 1
+    return math.inf
+
+
+class dtypes:
+    """Namespace of every dtype under the names users know."""
+
+    bool: Final = DType("bool", 1, "b", "?")
+    int8: Final = DType("int8", 1, "i", "i1")
+    int16: Final = DType("int16", 2, "i", "i2")
+    int32: Final = DType("int32", 4, "i", "i4")
+    int64: Final = DType("int64", 8, "i", "i8")
+    uint8: Final = DType("uint8", 1, "u", "u1")
+    uint16: Final = DType("uint16", 2, "u", "u2")
+    uint32: Final = DType("uint32", 4, "u", "u4")
+    uint64: Final = DType("uint64", 8, "u", "u8")
+    float16: Final = DType("float16", 2, "f", "f2")
+    bfloat16: Final = DType("bfloat16", 2, "f", None)
+    float32: Final = DType("float32", 4, "f", "f4")
+    float64: Final = DType("float64", 8, "f", "f8")
+    index: Final = DType("index", 8, "x", None)  # symbolic index math; int64 when rendered
+    void: Final = DType("void", 0, "x", None)
+
+    # aliases
+    half = float16
+    float = float32
+    double = float64
+    char = int8
+    short = int16
+    int = int32
+    long = int64
+    uchar = uint8
+    ushort = uint16
+    uint = uint32
+    ulong = uint64
+
+    default_float: DType = float32
+    default_int: DType = int64
+
+    @staticmethod
+    def all() -> tuple[DType, ...]:
+        return ALL_DTYPES
+
+    @staticmethod
+    def from_py(x: ConstType) -> DType:
+        """The dtype PyTorch gives a Python scalar on its own."""
+        if isinstance(x, bool):
+            return dtypes.bool
+        if isinstance(x, int):
+            return dtypes.int64 if dtypes.default_int is dtypes.int32 else dtypes.default_int
+        return dtypes.default_float
+
+    @staticmethod
+    def from_name(name: str) -> DType:
+        dt = getattr(dtypes, name, None)
+        if not isinstance(dt, DType):
+            raise TypeError(f"unknown dtype {name!r}; expected one of {[d.name for d in ALL_DTYPES]}")
+        return dt
+
+
+ALL_DTYPES: Final = (
+    dtypes.bool,
+    dtypes.int8,
+    dtypes.int16,
+    dtypes.int32,
+    dtypes.int64,
+    dtypes.uint8,
+    dtypes.uint16,
+    dtypes.uint32,
+    dtypes.uint64,
+    dtypes.float16,
+    dtypes.bfloat16,
+    dtypes.float32,
+    dtypes.float64,
+)
+
+# ---- promotion lattice, as data ----
+
+# signed ints wide enough to hold an unsigned type (PyTorch: uint8+int8 -> int16, uint32+int32 -> int64)
+_SIGNED_HOLDING: Final = {
+    dtypes.uint8: dtypes.int16,
+    dtypes.uint16: dtypes.int32,
+    dtypes.uint32: dtypes.int64,
+    dtypes.uint64: dtypes.float32,
+}
+_CATEGORY: Final = {"b": 0, "u": 1, "i": 1, "f": 2}
+
+
+def promote_types(a: DType, b: DType) -> DType:
+    """Result dtype of a binary op between two tensors, as torch.promote_types."""
+    if a == b:
+        return a
+    ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
+    if ca != cb:
+        return a if ca > cb else b
+    if a.kind == "f":
+        if a.itemsize == b.itemsize:  # float16 + bfloat16
+            return dtypes.float32
+        return a if a.itemsize > b.itemsize else b
+    if a.kind == b.kind:
+        return a if a.itemsize > b.itemsize else b
+    u, s = (a, b) if a.kind == "u" else (b, a)
+    if s.itemsize > u.itemsize:
+        return s
+    return _SIGNED_HOLDING[u]
+
+
+def least_upper_dtype(*ds: DType) -> DType:
+    out = ds[0]
+    for d in ds[1:]:
+        out = promote_types(out, d)
+    return out
+
+
+def result_dtype_with_scalar(t: DType, x: ConstType) -> DType:
+    """Dtype of `tensor op python_scalar`: a scalar only promotes when it is of a higher kind."""
+    cat_x = 0 if isinstance(x, bool) else 1 if isinstance(x, int) else 2
+    if cat_x <= _CATEGORY[t.kind]:
+        return t
+    return dtypes.default_float if cat_x == 2 else dtypes.int64
+
+
+def to_dtype(x: DType | str) -> DType:
+    return x if isinstance(x, DType) else dtypes.from_name(x)
+
+
+def cast_scalar(x: ConstType, dt: DType) -> ConstType:
+    """A Python scalar as the Python type that holds values of `dt` (wrapping ints like C does)."""
+    if dt.kind == "b":
+        return bool(x)
+    if dt.is_float:
+        return float(x)
+    if dt.name == "index":
+        return int(x)
+    v = int(x) if not (isinstance(x, float) and (math.isnan(x) or math.isinf(x))) else 0
+    bits = 8 * dt.itemsize
+    v &= (1 << bits) - 1
+    if dt.kind == "i" and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v

@@ -1,0 +1,1 @@
+"""The IR: ops, the UOp node, typed args, derived properties, patterns, the symbolic simplifier, verifiers."""

@@ -1,0 +1,163 @@
+"""The executable definition of every elementwise op on Python scalars.
+
+Used by constant folding (ir/symbolic.py) and by the PYTHON device, so both agree with each other and
+with the C renderer: ints wrap to their dtype, IDIV/MOD are floor division/modulo (spec: floor(a/b)),
+float32/float16/bfloat16 results are rounded to their precision after every op.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from unigrad.dtype import ConstType, DType, cast_scalar, dtypes
+from unigrad.ir.ops import Ops
+
+
+def _round_float(x: float, dt: DType) -> float:
+    if dt is dtypes.float64 or math.isnan(x) or math.isinf(x):
+        return x
+    try:
+        if dt is dtypes.float32:
+            return struct.unpack("f", struct.pack("f", x))[0]
+        if dt is dtypes.float16:
+            return struct.unpack("e", struct.pack("e", x))[0]
+    except OverflowError:
+        return math.copysign(math.inf, x)
+    if dt is dtypes.bfloat16:
+        bits = struct.unpack("I", struct.pack("f", _round_float(x, dtypes.float32)))[0]
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return struct.unpack("f", struct.pack("I", bits))[0]
+    return x
+
+
+def normalize(x: Any, dt: DType) -> ConstType:
+    """A Python value as a value of dtype `dt` (rounded float, wrapped int, bool)."""
+    if dt.is_float:
+        return _round_float(float(x), dt)
+    return cast_scalar(x, dt)
+
+
+def _idiv(a: Any, b: Any) -> Any:
+    if b == 0:
+        return 0  # undefined in C; the PYTHON device must not crash on a masked-out lane
+    return a // b
+
+
+def _mod(a: Any, b: Any) -> Any:
+    if b == 0:
+        return 0
+    return a % b
+
+
+def _recip(a: float) -> float:
+    if a == 0:
+        return math.copysign(math.inf, a)
+    return 1.0 / a
+
+
+def _log2(a: float) -> float:
+    if a < 0 or math.isnan(a):
+        return math.nan
+    if a == 0:
+        return -math.inf
+    return math.log2(a)
+
+
+def _sqrt(a: float) -> float:
+    return math.nan if a < 0 or math.isnan(a) else math.sqrt(a)
+
+
+def _exp2(a: float) -> float:
+    try:
+        return 2.0**a
+    except OverflowError:
+        return math.inf
+
+
+def _sin(a: float) -> float:
+    return math.nan if math.isinf(a) or math.isnan(a) else math.sin(a)
+
+
+def _trunc(a: Any) -> Any:
+    return a if math.isinf(a) or math.isnan(a) else float(math.trunc(a))
+
+
+def _max(a: Any, b: Any) -> Any:
+    if isinstance(a, float) and (math.isnan(a) or math.isnan(b)):
+        return math.nan
+    return max(a, b)
+
+
+def _shr(a: int, b: int) -> int:
+    return a >> b
+
+
+def _shl(a: int, b: int) -> int:
+    return a << b
+
+
+def _pow(a: float, b: float) -> float:
+    try:
+        return float(a**b) if not (a < 0 and b != int(b)) else math.nan
+    except (OverflowError, ZeroDivisionError):
+        return math.inf
+
+
+def _fdiv(a: Any, b: Any) -> Any:
+    if b == 0:
+        return math.nan if a == 0 or math.isnan(a) else math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
+# op -> python function over already-typed values; results are normalized to the op's dtype by exec_alu
+ALU_PY: dict[Ops, Callable[..., Any]] = {
+    Ops.RECIP: _recip,
+    Ops.TRUNC: _trunc,
+    Ops.NEG: lambda a: -a if not isinstance(a, bool) else not a,
+    Ops.NOT: lambda a: not a,
+    Ops.EXP2: _exp2,
+    Ops.LOG2: _log2,
+    Ops.SIN: _sin,
+    Ops.SQRT: _sqrt,
+    Ops.ADD: lambda a, b: a + b if not isinstance(a, bool) else a or b,
+    Ops.SUB: lambda a, b: a - b,
+    Ops.MUL: lambda a, b: a * b if not isinstance(a, bool) else a and b,
+    Ops.DIV: _fdiv,
+    Ops.MAX: _max,
+    Ops.MOD: _mod,
+    Ops.IDIV: _idiv,
+    Ops.POW: _pow,
+    Ops.CMPLT: lambda a, b: a < b,
+    Ops.CMPNE: lambda a, b: a != b,
+    Ops.CMPGT: lambda a, b: a > b,
+    Ops.CMPGE: lambda a, b: a >= b,
+    Ops.CMPLE: lambda a, b: a <= b,
+    Ops.CMPEQ: lambda a, b: a == b,
+    Ops.XOR: lambda a, b: a ^ b,
+    Ops.OR: lambda a, b: a | b,
+    Ops.AND: lambda a, b: a & b,
+    Ops.SHR: _shr,
+    Ops.SHL: _shl,
+    Ops.WHERE: lambda c, a, b: a if c else b,
+    Ops.MULACC: lambda a, b, c: a * b + c,
+}
+
+
+def exec_alu(op: Ops, dtype: DType, *vals: ConstType) -> ConstType:
+    """Evaluate one elementwise op on scalars, with the result as a value of `dtype`."""
+    if op is Ops.CAST:
+        (v,) = vals
+        if dtype.is_int and isinstance(v, float):
+            if math.isnan(v) or math.isinf(v):
+                return 0
+            v = math.trunc(v)
+        return normalize(v, dtype)
+    if op is Ops.IDIV and dtype.is_float:
+        return normalize(math.floor(_fdiv(*vals)) if vals[1] != 0 else _fdiv(*vals), dtype)
+    if op is Ops.MOD and dtype.is_float:
+        a, b = vals
+        return normalize(math.nan if b == 0 else a - b * math.floor(a / b), dtype)
+    return normalize(ALU_PY[op](*vals), dtype)

@@ -1,0 +1,5 @@
+"""Verifiers (placeholder replaced below)."""
+
+
+def verify_tensor_op(u: object) -> None:
+    return None

@@ -1,0 +1,306 @@
+"""The symbolic simplifier: rules that make index math come out as a person would write it.
+
+In: any graph. Out: the same values, with ALU subgraphs on ints/index/bools simplified:
+constant folding, identities, canonical order (constants right), sums with like terms combined,
+IDIV/MOD folded from min_max, comparisons decided from min_max. Floats are only folded where exact.
+IDIV/MOD are floor division/modulo (the spec's floor(a/b)), so x == d*(x//d) + x%d for every int x.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from unigrad.dtype import dtypes
+from unigrad.ir.alu import exec_alu
+from unigrad.ir.ops import GroupOp, Ops
+from unigrad.ir.pattern import PatternMatcher, UPat, graph_rewrite
+from unigrad.ir.uop import UOp
+
+INTS = frozenset(
+    {dtypes.index, dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64}
+    | {dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64}
+)
+INT_BOOL = INTS | {dtypes.bool}
+FOLDABLE = GroupOp.ALU - {Ops.THREEFRY, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.POW}
+
+
+def _c(like: UOp, v: Any) -> UOp:
+    return UOp.const(like.dtype, v)
+
+
+def fold_consts(u: UOp) -> UOp | None:
+    """c0 op c1 -> c: every source is a CONST."""
+    if u.op not in FOLDABLE or not u.src or any(s.op is not Ops.CONST for s in u.src):
+        return None
+    if u.op in (Ops.IDIV, Ops.MOD) and u.src[1].arg.value == 0 and not u.dtype.is_float:
+        return None  # division by zero is left for the device to define
+    return UOp.const(u.dtype, exec_alu(u.op, u.dtype, *(s.arg.value for s in u.src)))
+
+
+def fold_by_range(u: UOp) -> UOp | None:
+    """An int/bool op whose min_max is one value is that value (e.g. x//8 with x in [0,7] -> 0)."""
+    if u.op not in GroupOp.ALU or u.dtype not in INT_BOOL:
+        return None
+    lo, hi = u.min_max
+    return _c(u, lo) if lo == hi else None
+
+
+# ---------------------------------------------------------------- sums
+
+
+def split_terms(u: UOp) -> tuple[list[tuple[UOp, int]], int]:
+    """A sum as [(term, coefficient)] and a constant: x*3 + y + 2 -> [(x, 3), (y, 1)], 2."""
+    terms: list[tuple[UOp, int]] = []
+    const = 0
+    stack = [u]
+    while stack:
+        t = stack.pop()
+        if t.op is Ops.ADD:
+            stack.extend(reversed(t.src))
+        elif t.op is Ops.CONST:
+            const += t.arg.value
+        elif t.op is Ops.MUL and t.src[1].op is Ops.CONST:
+            terms.append((t.src[0], t.src[1].arg.value))
+        else:
+            terms.append((t, 1))
+    return terms, const
+
+
+def build_sum(like: UOp, terms: list[tuple[UOp, int]], const: int) -> UOp:
+    """Inverse of split_terms, left-nested in term order with the constant last: ((x*3)+y)+2."""
+    out: UOp | None = None
+    for t, k in terms:
+        if k == 0:
+            continue
+        term = t if k == 1 else UOp(Ops.MUL, (t, _c(like, k)))
+        out = term if out is None else UOp(Ops.ADD, (out, term))
+    if out is None:
+        return _c(like, const)
+    return out if const == 0 else UOp(Ops.ADD, (out, _c(like, const)))
+
+
+def combine_terms(terms: list[tuple[UOp, int]]) -> list[tuple[UOp, int]]:
+    """Like terms added, and (x//c)*c + x%c -> x."""
+    coef: dict[UOp, int] = {}
+    for t, k in terms:
+        coef[t] = coef.get(t, 0) + k
+    for t in list(coef):
+        if t.op is Ops.MOD and t in coef and t.src[1].op is Ops.CONST:
+            x, c = t.src[0], t.src[1].arg.value
+            q = UOp(Ops.IDIV, (x, t.src[1]))
+            k = coef[t]
+            if k != 0 and q in coef and coef[q] == c * k:
+                del coef[t], coef[q]
+                coef[x] = coef.get(x, 0) + k
+    return [(t, k) for t, k in coef.items() if k != 0]
+
+
+def fold_sum(u: UOp) -> UOp | None:
+    """Normalize an int sum: like terms combined, constants summed and placed last."""
+    if u.dtype not in INTS:
+        return None
+    terms, const = split_terms(u)
+    new = build_sum(u, combine_terms(terms), const)
+    return None if new is u else new
+
+
+def distribute(x: UOp, c: UOp) -> UOp | None:
+    """(a+b)*c -> a*c + b*c for ints, so sums stay flat for div/mod folding."""
+    if x.dtype not in INTS:
+        return None
+    terms, const = split_terms(x)
+    k = c.arg.value
+    return build_sum(x, [(t, m * k) for t, m in terms], const * k)
+
+
+def fold_mul_const(x: UOp, c: UOp) -> UOp | None:
+    """(x*c1)*c2 -> x*(c1*c2)."""
+    if x.op is Ops.MUL and x.src[1].op is Ops.CONST:
+        return UOp(Ops.MUL, (x.src[0], _c(x, x.src[1].arg.value * c.arg.value)))
+    return None
+
+
+# ---------------------------------------------------------------- div / mod
+
+
+def fold_divmod(u: UOp) -> UOp | None:
+    """x // d and x % d for a constant d > 0, by splitting x = d*Q + R (exact for floor semantics).
+
+    Terms whose coefficient is a multiple of d move into Q; when R's range sits inside one multiple of d,
+    R // d is that multiple and R % d is R shifted. A common factor of R and d is divided out."""
+    x, d_u = u.src
+    d = d_u.arg.value
+    if u.dtype not in INTS or d <= 0:
+        return None
+    terms, const = split_terms(x)
+    q_terms = [(t, k // d) for t, k in terms if k // d != 0]
+    r_terms = [(t, k % d) for t, k in terms if k % d != 0]
+    q_const, r_const = const // d, const % d
+    r = build_sum(x, r_terms, r_const)
+    lo, hi = r.min_max
+    if lo // d == hi // d:
+        k = lo // d
+        if u.op is Ops.IDIV:
+            return build_sum(x, q_terms, q_const + k)
+        return r if k == 0 else build_sum(x, r_terms, r_const - k * d)
+    g = math.gcd(d, r_const, *(k for _, k in r_terms))
+    if g > 1:
+        r2 = build_sum(x, [(t, k // g) for t, k in r_terms], r_const // g)
+        if u.op is Ops.IDIV:
+            return build_sum(x, q_terms + [(UOp(Ops.IDIV, (r2, _c(x, d // g))), 1)], q_const)
+        return UOp(Ops.MUL, (UOp(Ops.MOD, (r2, _c(x, d // g))), _c(x, g)))
+    if u.op is Ops.IDIV and (q_terms or q_const):
+        return build_sum(x, q_terms + [(UOp(Ops.IDIV, (r, d_u)), 1)], q_const)
+    if u.op is Ops.MOD and r is not x:
+        return UOp(Ops.MOD, (r, d_u))
+    return None
+
+
+def fold_nested_div(x: UOp, a: UOp, b: UOp) -> UOp | None:
+    """(x//a)//b -> x//(a*b) for a, b > 0."""
+    if a.arg.value > 0 and b.arg.value > 0 and x.dtype in INTS:
+        return UOp(Ops.IDIV, (x, _c(x, a.arg.value * b.arg.value)))
+    return None
+
+
+def fold_nested_mod(x: UOp, a: UOp, b: UOp) -> UOp | None:
+    """(x%a)%b -> x%b when b divides a."""
+    if b.arg.value > 0 and a.arg.value % b.arg.value == 0 and x.dtype in INTS:
+        return UOp(Ops.MOD, (x, b))
+    return None
+
+
+def fold_mod_by_range(x: UOp, y: UOp) -> UOp | None:
+    """x % y -> x when 0 <= x < y."""
+    if x.dtype in INTS and x.vmin >= 0 and x.vmax < y.vmin:
+        return x
+    return None
+
+
+# ---------------------------------------------------------------- comparisons
+
+
+def fold_lt_sum(x: UOp, c: UOp) -> UOp | None:
+    """(x + c0) < c -> x < c - c0; (x*k) < c -> x < ceil(c/k) for k > 0; common factors divided out."""
+    if x.dtype not in INTS:
+        return None
+    terms, const = split_terms(x)
+    if const != 0:
+        return UOp(Ops.CMPLT, (build_sum(x, terms, 0), _c(x, c.arg.value - const)))
+    g = math.gcd(*(k for _, k in terms)) if terms else 0
+    if g > 1 and all(k > 0 for _, k in terms):
+        return UOp(Ops.CMPLT, (build_sum(x, [(t, k // g) for t, k in terms], 0), _c(x, -(-c.arg.value // g))))
+    return None
+
+
+def fold_max(x: UOp, y: UOp) -> UOp | None:
+    """max(x, y) -> x when x >= y everywhere (and the other way round)."""
+    if x.vmin >= y.vmax:
+        return x
+    if y.vmin >= x.vmax:
+        return y
+    return None
+
+
+def swap_const_left(u: UOp) -> UOp | None:
+    """c op x -> x op c for commutative ops, so constants sit on the right."""
+    a, b = u.src
+    if a.op is Ops.CONST and b.op is not Ops.CONST:
+        return UOp(u.op, (b, a), u.arg, u.tag)
+    return None
+
+
+x_, y_, c_ = UPat.var("x"), UPat.var("y"), UPat.cvar("c")
+xi = UPat.var("x", dtype=INTS)
+xb = UPat.var("x", dtype=dtypes.bool)
+
+pm_symbolic = PatternMatcher(
+    [
+        (UPat(GroupOp.ALU, name="u"), fold_consts),
+        (UPat(GroupOp.Commutative, src=(UPat(), UPat()), name="u"), swap_const_left),
+        # identities
+        (xi + 0, lambda x: x),  # x+0 -> x
+        (x_ * 1, lambda x: x),  # x*1 -> x
+        (xi * 0, lambda x: UOp.const(x.dtype, 0)),  # x*0 -> 0 (ints only: nan*0 is nan)
+        (xi // 1, lambda x: x),  # x//1 -> x
+        (xi % 1, lambda x: UOp.const(x.dtype, 0)),  # x%1 -> 0
+        (UPat(Ops.MAX, src=(x_, x_)), lambda x: x),  # max(x,x) -> x
+        (UPat(Ops.WHERE, src=(UPat(), x_, x_)), lambda x: x),  # c ? x : x -> x
+        (UPat(Ops.WHERE, src=(UPat.const(True), x_, y_)), lambda x, y: x),  # True ? x : y -> x
+        (UPat(Ops.WHERE, src=(UPat.const(False), x_, y_)), lambda x, y: y),  # False ? x : y -> y
+        (UPat(Ops.CMPLT, src=(xi, xi)), lambda x: UOp.const(dtypes.bool, False)),  # x<x -> False
+        (UPat(Ops.CMPNE, src=(xi, xi)), lambda x: UOp.const(dtypes.bool, False)),  # x!=x -> False (ints)
+        # booleans
+        (UPat(Ops.AND, src=[xb, UPat.const(True)]), lambda x: x),  # x&True -> x
+        (UPat(Ops.AND, src=[xb, UPat.const(False)]), lambda x: UOp.const(dtypes.bool, False)),
+        (UPat(Ops.OR, src=[xb, UPat.const(False)]), lambda x: x),  # x|False -> x
+        (UPat(Ops.OR, src=[xb, UPat.const(True)]), lambda x: UOp.const(dtypes.bool, True)),
+        (UPat(Ops.AND, src=(xb, xb)), lambda x: x),  # x&x -> x
+        (UPat(Ops.OR, src=(xb, xb)), lambda x: x),  # x|x -> x
+        (UPat(Ops.CMPNE, src=[xb, UPat.const(False)]), lambda x: x),  # x!=False -> x
+        (UPat(Ops.CMPNE, src=(UPat(Ops.CMPNE, src=[xb, UPat.const(True)]), UPat.const(True))), lambda x: x),  # !!x
+        # decided by min_max
+        (UPat(GroupOp.ALU, name="u"), fold_by_range),
+        (UPat(Ops.MAX, src=(x_, y_)), fold_max),
+        # sums and products (ints)
+        (UPat(Ops.ADD, dtype=INTS, name="u"), fold_sum),
+        (UPat(Ops.MUL, src=(UPat(Ops.ADD, name="x"), c_)), distribute),
+        (UPat(Ops.MUL, src=(x_, c_)), fold_mul_const),
+        # div / mod
+        (UPat(Ops.IDIV, src=(UPat(Ops.IDIV, src=(x_, UPat.cvar("a"))), UPat.cvar("b"))), fold_nested_div),
+        (UPat(Ops.MOD, src=(UPat(Ops.MOD, src=(x_, UPat.cvar("a"))), UPat.cvar("b"))), fold_nested_mod),
+        (UPat((Ops.IDIV, Ops.MOD), src=(UPat(), UPat.cvar()), name="u"), fold_divmod),
+        (UPat(Ops.MOD, src=(x_, y_)), fold_mod_by_range),
+        # comparisons
+        (UPat(Ops.CMPLT, src=(x_, c_)), fold_lt_sum),
+    ],
+    name="pm_symbolic",
+)
+
+
+def simplify(u: UOp) -> UOp:
+    """Run the symbolic rules over a graph to a fixed point."""
+    return graph_rewrite(u, pm_symbolic)
+
+
+# ---------------------------------------------------------------- simplification under a validity predicate
+
+
+def _clauses(valid: UOp) -> list[UOp]:
+    if valid.op is Ops.AND and valid.dtype is dtypes.bool:
+        return _clauses(valid.src[0]) + _clauses(valid.src[1])
+    return [valid]
+
+
+def bounds_from_valid(valid: UOp) -> dict[UOp, tuple[int, int]]:
+    """Tightest [lo, hi] per expression implied by a conjunction of `x < c` and `!(x < c)` clauses."""
+    out: dict[UOp, tuple[int, int]] = {}
+    for cl in _clauses(valid):
+        neg = cl.op is Ops.CMPNE and cl.src[1].op is Ops.CONST and cl.src[1].arg.value is True
+        cmp = cl.src[0] if neg else cl
+        if cmp.op is not Ops.CMPLT or cmp.src[1].op is not Ops.CONST or cmp.src[0].dtype not in INTS:
+            continue
+        x, c = cmp.src[0], cmp.src[1].arg.value
+        lo, hi = out.get(x, (x.vmin, x.vmax))
+        out[x] = (max(lo, c), hi) if neg else (lo, min(hi, c - 1))
+    return out
+
+
+def simplify_given_valid(expr: UOp, valid: UOp) -> UOp:
+    """Simplify `expr` knowing `valid` holds: variables pinned to one value become constants, others get
+    tightened bounds for the duration of the simplification (e.g. x in [1,1] turns x*3+y into y+3)."""
+    bounds = bounds_from_valid(valid)
+    fixed: dict[UOp, UOp] = {}
+    proxies: dict[UOp, UOp] = {}
+    for i, (x, (lo, hi)) in enumerate(bounds.items()):
+        if lo > hi:
+            continue  # never valid: the gate keeps this load from running
+        if lo == hi:
+            fixed[x] = UOp.const(x.dtype, lo)
+        elif (lo, hi) != (x.vmin, x.vmax) and x.op in (Ops.RANGE, Ops.PARAM, Ops.SPECIAL):
+            proxies[x] = UOp.variable(f"__valid{i}", lo, hi, x.dtype)
+    if not fixed and not proxies:
+        return simplify(expr)
+    out = simplify(expr.substitute({**fixed, **proxies}))
+    return out.substitute({v: k for k, v in proxies.items()}) if proxies else out

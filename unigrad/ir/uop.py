@@ -1,0 +1,327 @@
+"""UOp: the one IR node. `UOp(op, src, arg, tag)` is immutable and hash-consed.
+
+Structurally equal UOps are the same Python object: construction looks the key (op, src, arg, tag) up in a
+weak cache, so identity comparison is structural comparison and graphs are freed when no longer used.
+Derived properties (dtype, shape, device, addrspace, min_max, axis) come from ir/props.py, computed on
+first use and cached on the node.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from unigrad.dtype import ConstType, DType, cast_scalar, dtypes
+from unigrad.ir import props
+from unigrad.ir.args import AddrSpace, AxisType, ConstArg, ParamArg, RangeArg
+from unigrad.ir.ops import GroupOp, Ops
+
+_cache: dict[tuple, weakref.ReferenceType[UOp]] = {}
+
+Dim = int  # a shape dimension is an int or an index UOp; annotated `int | UOp`
+
+
+class UOp:
+    __slots__ = ("op", "src", "arg", "tag", "_dtype", "_shape", "_mm", "_device", "_axis", "__weakref__")
+    op: Ops
+    src: tuple[UOp, ...]
+    arg: Any
+    tag: Any
+
+    def __new__(cls, op: Ops, src: tuple[UOp, ...] = (), arg: Any = None, tag: Any = None) -> UOp:
+        key = (op, src, arg, tag)
+        ref = _cache.get(key)
+        if ref is not None and (hit := ref()) is not None:
+            return hit
+        self = object.__new__(cls)
+        self.op, self.src, self.arg, self.tag = op, src, arg, tag
+        _cache[key] = weakref.ref(self)
+        return self
+
+    def __del__(self) -> None:
+        key = (self.op, self.src, self.arg, self.tag)
+        ref = _cache.get(key)
+        if ref is not None and ref() in (self, None):
+            del _cache[key]
+
+    def __reduce__(self) -> tuple:
+        return UOp, (self.op, self.src, self.arg, self.tag)
+
+    def replace(self, **kwargs: Any) -> UOp:
+        """A copy with some of op/src/arg/tag changed; the same object when nothing changed."""
+        return UOp(
+            kwargs.get("op", self.op),
+            kwargs.get("src", self.src),
+            kwargs.get("arg", self.arg),
+            kwargs.get("tag", self.tag),
+        )
+
+    # ---- derived properties (ir/props.py), cached per node ----
+    @property
+    def dtype(self) -> DType:
+        try:
+            return self._dtype
+        except AttributeError:
+            self._dtype = props.dtype_of(self)
+            return self._dtype
+
+    @property
+    def shape(self) -> tuple[int | UOp, ...]:
+        try:
+            return self._shape
+        except AttributeError:
+            self._shape = props.shape_of(self)
+            return self._shape
+
+    @property
+    def min_max(self) -> tuple[ConstType, ConstType]:
+        try:
+            return self._mm
+        except AttributeError:
+            self._mm = props.min_max_of(self)
+            return self._mm
+
+    @property
+    def vmin(self) -> ConstType:
+        return self.min_max[0]
+
+    @property
+    def vmax(self) -> ConstType:
+        return self.min_max[1]
+
+    @property
+    def device(self) -> str | tuple[str, ...] | None:
+        try:
+            return self._device
+        except AttributeError:
+            self._device = props.device_of(self)
+            return self._device
+
+    @property
+    def addrspace(self) -> AddrSpace | None:
+        return props.addrspace_of(self)
+
+    @property
+    def axis(self) -> int | None:
+        try:
+            return self._axis
+        except AttributeError:
+            self._axis = props.axis_of(self)
+            return self._axis
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int | UOp:
+        """Number of elements (an index UOp when a dimension is symbolic)."""
+        return props.prod(self.shape)
+
+    @property
+    def as_shape(self) -> tuple[int | UOp, ...]:
+        """Read this (k,)-shaped index UOp (a STACK of CONSTs / index UOps) as a shape tuple."""
+        return props.as_shape(self)
+
+    # ---- graph walking ----
+    def toposort(self, gate: Callable[[UOp], bool] | None = None) -> list[UOp]:
+        """Every node reachable from self, sources before users (iterative, no recursion limit).
+
+        With `gate`, nodes for which gate(node) is False are listed but not walked into."""
+        visited: set[UOp] = set()
+        out: list[UOp] = []
+        stack: list[tuple[UOp, bool]] = [(self, False)]
+        while stack:
+            u, expanded = stack.pop()
+            if expanded:
+                out.append(u)
+                continue
+            if u in visited:
+                continue
+            visited.add(u)
+            stack.append((u, True))
+            if gate is None or gate(u):
+                for s in reversed(u.src):
+                    if s not in visited:
+                        stack.append((s, False))
+        return out
+
+    def substitute(self, mapping: Mapping[UOp, UOp], walk: Callable[[UOp], bool] | None = None) -> UOp:
+        """Replace nodes by the mapping (not recursively into replacements) and rebuild the users.
+
+        With `walk`, nodes for which walk(node) is False are kept as they are (not walked into)."""
+        memo: dict[UOp, UOp] = dict(mapping)
+        for u in self.toposort(gate=lambda x: x not in mapping and (walk is None or walk(x))):
+            if u in memo:
+                continue
+            if walk is not None and not walk(u):
+                memo[u] = u
+                continue
+            new_src = tuple(memo[s] for s in u.src)
+            memo[u] = u if new_src == u.src else u.replace(src=new_src)
+        return memo[self]
+
+    def __iter__(self) -> Iterator[UOp]:
+        raise TypeError("a UOp is not iterable; use .src")
+
+    def __repr__(self) -> str:
+        from unigrad.ir.text import uop_repr
+
+        return uop_repr(self)
+
+    def render(self) -> str:
+        """Infix text of an index/ALU expression, e.g. ((x*3)+y)."""
+        from unigrad.ir.text import render_expr
+
+        return render_expr(self)
+
+    # ---- constructors ----
+    @staticmethod
+    def const(dtype: DType, value: ConstType) -> UOp:
+        return UOp(Ops.CONST, (), ConstArg(cast_scalar(value, dtype), dtype))
+
+    @staticmethod
+    def index_const(value: int) -> UOp:
+        return UOp(Ops.CONST, (), ConstArg(int(value), dtypes.index))
+
+    @staticmethod
+    def shape_src(shape: tuple[int | UOp, ...]) -> UOp:
+        """The (k,)-shaped index UOp spelling a shape: STACK of index CONSTs / index UOps."""
+        return UOp(Ops.STACK, tuple(UOp.index_const(s) if isinstance(s, int) else s for s in shape))
+
+    @staticmethod
+    def range(bound: int | UOp, rid: int, axis_type: AxisType = AxisType.LOOP) -> UOp:
+        b = UOp.index_const(bound) if isinstance(bound, int) else bound
+        return UOp(Ops.RANGE, (b,), RangeArg(rid, axis_type))
+
+    @staticmethod
+    def variable(name: str, vmin: int, vmax: int, dtype: DType = dtypes.index) -> UOp:
+        """A named symbolic integer in [vmin, vmax]: PARAM(shape (), min, max)."""
+        if not isinstance(vmin, int) or not isinstance(vmax, int) or vmin > vmax:
+            raise ValueError(f"Variable {name!r}: need int bounds with min <= max, got [{vmin!r}, {vmax!r}]")
+        src = (UOp.shape_src(()), UOp.const(dtype, vmin), UOp.const(dtype, vmax))
+        return UOp(Ops.PARAM, src, ParamArg(-1, dtype, name=name))
+
+    def bind(self, value: int) -> UOp:
+        """A Variable with a value: PARAM(shape, min, max, value). Kernels see the unbound Variable."""
+        if self.op is not Ops.PARAM or self.arg.name is None:
+            raise TypeError(f"bind: expected a Variable (named PARAM), got {self.op}")
+        if len(self.src) != 3:
+            raise ValueError(f"bind: Variable {self.arg.name!r} is already bound to {self.src[3].arg.value}")
+        lo, hi = self.src[1].arg.value, self.src[2].arg.value
+        if not isinstance(value, int) or not lo <= value <= hi:
+            raise ValueError(f"bind: Variable {self.arg.name!r} takes ints in [{lo}, {hi}], got {value!r}")
+        return self.replace(src=self.src + (UOp.const(self.dtype, value),))
+
+    def unbind(self) -> tuple[UOp, int]:
+        if self.op is not Ops.PARAM or len(self.src) != 4:
+            raise TypeError(f"unbind: expected a bound Variable, got {self.op}")
+        return self.replace(src=self.src[:3]), self.src[3].arg.value
+
+    @property
+    def expr(self) -> str:
+        """Name of a Variable."""
+        return self.arg.name
+
+    # ---- building ALU nodes (no simplification here; ir/symbolic.py does that) ----
+    def alu(self, op: Ops, *src: UOp | ConstType) -> UOp:
+        return UOp(op, (self,) + tuple(s if isinstance(s, UOp) else UOp.const(self.dtype, s) for s in src))
+
+    def _rconst(self, x: UOp | ConstType) -> UOp:
+        return x if isinstance(x, UOp) else UOp.const(self.dtype, x)
+
+    def __add__(self, x: UOp | ConstType) -> UOp:
+        return UOp(Ops.ADD, (self, self._rconst(x)))
+
+    def __radd__(self, x: ConstType) -> UOp:
+        return UOp(Ops.ADD, (self._rconst(x), self))
+
+    def __sub__(self, x: UOp | ConstType) -> UOp:
+        return UOp(Ops.ADD, (self, self._rconst(x) * -1))
+
+    def __rsub__(self, x: ConstType) -> UOp:
+        return UOp(Ops.ADD, (self._rconst(x), self * -1))
+
+    def __mul__(self, x: UOp | ConstType) -> UOp:
+        return UOp(Ops.MUL, (self, self._rconst(x)))
+
+    def __rmul__(self, x: ConstType) -> UOp:
+        return UOp(Ops.MUL, (self._rconst(x), self))
+
+    def __neg__(self) -> UOp:
+        return self * -1
+
+    def __floordiv__(self, x: UOp | ConstType) -> UOp:
+        return UOp(Ops.IDIV, (self, self._rconst(x)))
+
+    def __mod__(self, x: UOp | ConstType) -> UOp:
+        return UOp(Ops.MOD, (self, self._rconst(x)))
+
+    def __lt__(self, x: UOp | ConstType) -> UOp:
+        return UOp(Ops.CMPLT, (self, self._rconst(x)))
+
+    def __gt__(self, x: UOp | ConstType) -> UOp:
+        return UOp(Ops.CMPLT, (self._rconst(x), self))
+
+    def __ge__(self, x: UOp | ConstType) -> UOp:
+        return UOp(Ops.CMPNE, (self < x, UOp.const(dtypes.bool, True)))
+
+    def __le__(self, x: UOp | ConstType) -> UOp:
+        return UOp(Ops.CMPNE, (self > x, UOp.const(dtypes.bool, True)))
+
+    def ne(self, x: UOp | ConstType) -> UOp:
+        return UOp(Ops.CMPNE, (self, self._rconst(x)))
+
+    def eq(self, x: UOp | ConstType) -> UOp:
+        return UOp(Ops.CMPNE, (self.ne(x), UOp.const(dtypes.bool, True)))
+
+    def __and__(self, x: UOp | ConstType) -> UOp:
+        return UOp(Ops.AND, (self, self._rconst(x)))
+
+    def __or__(self, x: UOp | ConstType) -> UOp:
+        return UOp(Ops.OR, (self, self._rconst(x)))
+
+    def __xor__(self, x: UOp | ConstType) -> UOp:
+        return UOp(Ops.XOR, (self, self._rconst(x)))
+
+    def maximum(self, x: UOp | ConstType) -> UOp:
+        return UOp(Ops.MAX, (self, self._rconst(x)))
+
+    def minimum(self, x: UOp | ConstType) -> UOp:
+        return -((-self).maximum(-self._rconst(x)))
+
+    def where(self, a: UOp | ConstType, b: UOp | ConstType) -> UOp:
+        ua = a if isinstance(a, UOp) else UOp.const(b.dtype if isinstance(b, UOp) else dtypes.index, a)
+        return UOp(Ops.WHERE, (self, ua, ua._rconst(b)))
+
+    def cast(self, dtype: DType) -> UOp:
+        return self if self.dtype == dtype else UOp(Ops.CAST, (self,), dtype)
+
+    @property
+    def is_const(self) -> bool:
+        return self.op is Ops.CONST
+
+    @property
+    def value(self) -> ConstType:
+        """Value of a CONST."""
+        return self.arg.value
+
+
+def is_alu(u: UOp) -> bool:
+    return u.op in GroupOp.ALU
+
+
+def variables_of(u: UOp) -> list[UOp]:
+    """Unbound Variables (named PARAMs) in a graph, sorted by name."""
+    vs = {x if len(x.src) == 3 else x.replace(src=x.src[:3]) for x in u.toposort() if _is_var(x)}
+    return sorted(vs, key=lambda v: v.arg.name)
+
+
+def _is_var(u: UOp) -> bool:
+    return u.op is Ops.PARAM and isinstance(u.arg, ParamArg) and u.arg.name is not None
+
+
+def cache_size() -> int:
+    """Live hash-consed nodes (for tests of garbage collection)."""
+    return sum(1 for r in _cache.values() if r() is not None)

@@ -1,0 +1,1 @@
+"""The lowering pipeline, one module per spec stage: callify, rangeify, expand, linearize."""

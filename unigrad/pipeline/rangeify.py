@@ -1,0 +1,383 @@
+"""Rangeify: decide the kernel split, and turn each kernel's movement ops into index math on RANGEs.
+
+In: FUNCTION(TUPLE(outputs), args...) from callify (tensor-level ops over PARAM(k) inputs).
+Out: FUNCTION(TUPLE(views), args...) where every materialized value is RESHAPE(AFTER(PARAM_m, CALL(kernel,
+PARAM_m, inputs...)), shape): PARAM_m for m >= len(args) is a buffer the caller allocates, and `kernel` is
+SINK(END(...STORE(INDEX(out, flat), value)...)) whose value is scalar ALU/LOAD/REDUCE math on RANGEs with
+all movement ops gone and index expressions simplified.
+
+Kernel split: outputs (unless a plain reshape of an input), LOADs (contiguous / copy to a device), and
+REDUCEs whose result is broadcast back by an EXPAND (they would be recomputed per element otherwise).
+Everything else fuses into the kernel that consumes it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from unigrad.dtype import DType, dtypes
+from unigrad.ir.args import AddrSpace, KernelInfo, LoadArg, ParamArg, ReduceArg
+from unigrad.ir.ops import GroupOp, Ops
+from unigrad.ir.pattern import PatternMatcher, UPat, graph_rewrite
+from unigrad.ir.symbolic import pm_symbolic, simplify_given_valid
+from unigrad.ir.uop import UOp
+from unigrad.pipeline.expand import identity_element
+
+TRUE = UOp.const(dtypes.bool, True)
+
+
+@dataclass
+class RangeifyCtx:
+    next_range: int = 0
+
+    def new_range(self, bound: int | UOp, axis_type=None) -> UOp:
+        from unigrad.ir.args import AxisType
+
+        r = UOp.range(bound, self.next_range, axis_type or AxisType.LOOP)
+        self.next_range += 1
+        return r
+
+
+# ---------------------------------------------------------------- index helpers
+
+
+def _iu(x: int | UOp) -> UOp:
+    return x if isinstance(x, UOp) else UOp.index_const(x)
+
+
+def flatten_index(idxs: tuple[UOp, ...], shape: tuple) -> UOp:
+    """Row-major offset of a multi-index: ((i0*s1 + i1)*s2 + i2)..."""
+    out: UOp = UOp.index_const(0)
+    for i, s in zip(idxs, shape):
+        out = out * _iu(s) + i
+    return out
+
+
+def unflatten_index(flat: UOp, shape: tuple) -> list[UOp]:
+    """Multi-index of a row-major offset into `shape`."""
+    out: list[UOp] = []
+    stride: int | UOp = 1
+    for s in reversed(shape):
+        out.append((flat // _iu(stride)) % _iu(s))
+        stride = stride * s if isinstance(stride, int) or not isinstance(s, int) else s * stride
+    return out[::-1]
+
+
+def _split(idx: UOp) -> tuple[tuple[UOp, ...], UOp] | None:
+    """(indices, valid) of an INDEX in push form: INDEX(T, i_0.., valid) with a bool last source."""
+    if len(idx.src) < 2 or idx.src[-1].dtype is not dtypes.bool:
+        return None
+    return idx.src[1:-1], idx.src[-1]
+
+
+def _index(x: UOp, idxs: tuple[UOp, ...] | list[UOp], valid: UOp) -> UOp:
+    return UOp(Ops.INDEX, (x, *idxs[: len(x.shape)], valid))
+
+
+# ---------------------------------------------------------------- push rules: INDEX(op(x), idx) -> op'(INDEX(x, idx'))
+
+
+def push_alu(idx: UOp, x: UOp) -> UOp | None:
+    if (iv := _split(idx)) is None:
+        return None
+    idxs, valid = iv
+    return UOp(x.op, tuple(_index(s, idxs, valid) for s in x.src), x.arg)
+
+
+def push_passthrough(idx: UOp, x: UOp) -> UOp | None:
+    """Markers (DETACH, CONTIGUOUSBACKWARD) are identity on data."""
+    if (iv := _split(idx)) is None:
+        return None
+    return _index(x.src[0], *iv)
+
+
+def push_const(idx: UOp, x: UOp) -> UOp | None:
+    return x if _split(idx) is not None else None
+
+
+def push_variable(idx: UOp, x: UOp) -> UOp | None:
+    return x if _split(idx) is not None and x.arg.name is not None else None
+
+
+def push_reshape(idx: UOp, x: UOp) -> UOp | None:
+    if (iv := _split(idx)) is None:
+        return None
+    idxs, valid = iv
+    src = x.src[0]
+    return _index(src, unflatten_index(flatten_index(idxs, x.shape), src.shape), valid)
+
+
+def push_expand(idx: UOp, x: UOp) -> UOp | None:
+    if (iv := _split(idx)) is None:
+        return None
+    idxs, valid = iv
+    src_shape = x.src[0].shape
+    new = [UOp.index_const(0) if s == 1 else i for i, s in zip(idxs, src_shape)]
+    return _index(x.src[0], new, valid)
+
+
+def push_permute(idx: UOp, x: UOp) -> UOp | None:
+    if (iv := _split(idx)) is None:
+        return None
+    idxs, valid = iv
+    new: list[UOp] = [UOp.index_const(0)] * len(idxs)
+    for k, p in enumerate(x.arg):
+        new[p] = idxs[k]
+    return _index(x.src[0], new, valid)
+
+
+def push_flip(idx: UOp, x: UOp) -> UOp | None:
+    if (iv := _split(idx)) is None:
+        return None
+    idxs, valid = iv
+    new = [(_iu(s) - 1 - i) if f else i for i, s, f in zip(idxs, x.shape, x.arg)]
+    return _index(x.src[0], new, valid)
+
+
+def push_shrink(idx: UOp, x: UOp) -> UOp | None:
+    if (iv := _split(idx)) is None:
+        return None
+    idxs, valid = iv
+    return _index(x.src[0], [i + _iu(o) for i, o in zip(idxs, x.src[1].as_shape)], valid)
+
+
+def push_pad(idx: UOp, x: UOp) -> UOp | None:
+    """Inside the pad the source is read at idx - before; outside the value is 0 and no load happens."""
+    if (iv := _split(idx)) is None:
+        return None
+    idxs, valid = iv
+    src = x.src[0]
+    inb = valid
+    new = []
+    for i, before, s in zip(idxs, x.src[1].as_shape, src.shape):
+        if before == 0 and s == x.shape[len(new)]:
+            new.append(i)
+            continue
+        j = i - _iu(before)
+        new.append(j)
+        inb = inb & (j >= 0) & (j < _iu(s))
+    zero = UOp.const(x.dtype, 0)
+    return UOp(Ops.WHERE, (inb, _index(src, new, inb), zero))
+
+
+def push_reduce(ctx: RangeifyCtx, idx: UOp, x: UOp) -> UOp | None:
+    """out[i] = reduce over new RANGEs r of src[i with reduced axes replaced by r]."""
+    if (iv := _split(idx)) is None:
+        return None
+    idxs, valid = iv
+    src = x.src[0]
+    new: list[UOp] = []
+    ranges: list[UOp] = []
+    if any(src.shape[ax] == 0 for ax in x.arg.axes):  # an empty reduction is its identity element
+        return UOp.const(x.dtype, identity_element(x.arg.op, x.dtype))
+    for ax, (i, s) in enumerate(zip(idxs, src.shape)):
+        if ax in x.arg.axes and s != 1:
+            r = ctx.new_range(s, _reduce_axis())
+            ranges.append(r)
+            new.append(r)
+        elif ax in x.arg.axes:
+            new.append(UOp.index_const(0))
+        else:
+            new.append(i)
+    inner = _index(src, new, valid)
+    if not ranges:
+        return inner
+    return UOp(Ops.REDUCE, (inner, *ranges), ReduceArg(x.arg.op))
+
+
+def _reduce_axis():
+    from unigrad.ir.args import AxisType
+
+    return AxisType.REDUCE
+
+
+def push_load(idx: UOp, x: UOp) -> UOp | None:
+    """INDEX of a global buffer -> LOAD of its flat element, gated by the validity when it can be false."""
+    if (iv := _split(idx)) is None or x.arg.addrspace is not AddrSpace.GLOBAL:
+        return None
+    idxs, valid = iv
+    target = UOp(Ops.INDEX, (x, flatten_index(idxs, x.shape)))
+    reg = LoadArg(None, AddrSpace.REG)
+    if valid is TRUE:
+        return UOp(Ops.LOAD, (target,), reg)
+    return UOp(Ops.LOAD, (target, UOp.const(x.dtype, 0), valid), reg)
+
+
+pm_push_index = PatternMatcher(
+    [
+        (UPat(Ops.INDEX, src=(UPat(GroupOp.ALU, name="x"),), allow_any_len=True, name="idx"), push_alu),
+        (UPat(Ops.INDEX, src=(UPat(GroupOp.Marker, name="x"),), allow_any_len=True, name="idx"), push_passthrough),
+        (UPat(Ops.INDEX, src=(UPat(Ops.CONST, name="x"),), allow_any_len=True, name="idx"), push_const),
+        (UPat(Ops.INDEX, src=(UPat(Ops.RESHAPE, name="x"),), allow_any_len=True, name="idx"), push_reshape),
+        (UPat(Ops.INDEX, src=(UPat(Ops.EXPAND, name="x"),), allow_any_len=True, name="idx"), push_expand),
+        (UPat(Ops.INDEX, src=(UPat(Ops.PERMUTE, name="x"),), allow_any_len=True, name="idx"), push_permute),
+        (UPat(Ops.INDEX, src=(UPat(Ops.FLIP, name="x"),), allow_any_len=True, name="idx"), push_flip),
+        (UPat(Ops.INDEX, src=(UPat(Ops.SHRINK, name="x"),), allow_any_len=True, name="idx"), push_shrink),
+        (UPat(Ops.INDEX, src=(UPat(Ops.PAD, name="x"),), allow_any_len=True, name="idx"), push_pad),
+        (UPat(Ops.INDEX, src=(UPat(Ops.REDUCE, name="x"),), allow_any_len=True, name="idx"), push_reduce),
+        (UPat(Ops.INDEX, src=(UPat(Ops.PARAM, name="x"),), allow_any_len=True, name="idx"), push_load),
+        (UPat(Ops.INDEX, src=(UPat(Ops.PARAM, name="x"),), allow_any_len=True, name="idx"), push_variable),
+    ],
+    name="pm_push_index",
+)
+
+
+# ---------------------------------------------------------------- load clean-up after simplification
+
+
+def simplify_gated_load(load: UOp) -> UOp | None:
+    """A gate that is always true goes; the index is simplified knowing the gate holds."""
+    if len(load.src) != 3:
+        return None
+    target, alt, gate = load.src
+    if gate.op is Ops.CONST:
+        return load.replace(src=(target,)) if gate.arg.value else alt
+    new_idx = simplify_given_valid(target.src[1], gate)
+    if new_idx is target.src[1]:
+        return None
+    return load.replace(src=(target.replace(src=(target.src[0], new_idx)), alt, gate))
+
+
+def drop_where_on_load(g: UOp, load: UOp, alt: UOp) -> UOp | None:
+    """g ? LOAD(i, alt, g) : alt -> LOAD(i, alt, g): the gated load already yields alt."""
+    if len(load.src) == 3 and load.src[2] is g and load.src[1] is alt:
+        return load
+    return None
+
+
+pm_loads = PatternMatcher(
+    [
+        (UPat(Ops.LOAD, src=(UPat(Ops.INDEX), UPat(), UPat()), name="load"), simplify_gated_load),
+        (
+            UPat(Ops.WHERE, src=(UPat.var("g"), UPat(Ops.LOAD, name="load"), UPat.var("alt"))),
+            drop_where_on_load,
+        ),
+    ],
+    name="pm_loads",
+)
+
+
+# ---------------------------------------------------------------- kernels
+
+
+def _is_buffer_leaf(u: UOp) -> bool:
+    return (u.op is Ops.PARAM and u.arg.name is None) or (u.op is Ops.AFTER and u.src[0].op is Ops.PARAM)
+
+
+def is_contiguous_view(u: UOp) -> bool:
+    """A buffer seen through reshapes only: reading it needs no kernel."""
+    while u.op is Ops.RESHAPE:
+        u = u.src[0]
+    return _is_buffer_leaf(u)
+
+
+def _param_like(buf: UOp, slot: int) -> UOp:
+    p = buf if buf.op is Ops.PARAM else buf.src[0]
+    return UOp(Ops.PARAM, p.src, ParamArg(slot, p.arg.dtype, p.arg.device, AddrSpace.GLOBAL))
+
+
+def kernel_name(sink: UOp) -> str:
+    prefix = "r" if any(u.op is Ops.REDUCE for u in sink.toposort()) else "E"
+    dims = [u.src[0] for u in sink.toposort() if u.op is Ops.RANGE]
+    return prefix + "".join(f"_{d.arg.value if d.op is Ops.CONST else d.render()}" for d in dims)
+
+
+def build_kernel(value: UOp, out_dtype: DType, out_device: object) -> tuple[UOp, list[UOp]]:
+    """The kernel AST computing `value` into a new flat buffer, and the buffers it reads (in PARAM order).
+
+    The kernel's PARAM 0 is the output, PARAM k >= 1 the k-th buffer it reads."""
+    leaves = [u for u in value.toposort(gate=lambda x: not _is_buffer_leaf(x)) if _is_buffer_leaf(u)]
+    local = value.substitute({b: _param_like(b, k + 1) for k, b in enumerate(leaves)}) if leaves else value
+    shape = value.shape
+    size = 1
+    for s in shape:
+        size = s * size if not isinstance(size, int) or isinstance(s, int) else s * size
+    out = UOp(Ops.PARAM, (UOp.shape_src((size,)),), ParamArg(0, out_dtype, out_device, AddrSpace.GLOBAL))
+    ctx = RangeifyCtx()
+    idxs = [UOp.index_const(0) if s == 1 else ctx.new_range(s) for s in shape]
+    store = UOp(Ops.STORE, (UOp(Ops.INDEX, (out, flatten_index(tuple(idxs), shape))), _index(local, idxs, TRUE)))
+    for r in reversed(idxs):
+        if r.op is Ops.RANGE:
+            store = UOp(Ops.END, (store, r))
+    sink = UOp(Ops.SINK, (store,))
+    sink = graph_rewrite(sink, pm_push_index, ctx, bottom_up=False)
+    sink = graph_rewrite(sink, pm_symbolic + pm_loads)
+    return sink.replace(arg=KernelInfo(kernel_name(sink))), leaves
+
+
+def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
+    consumers: dict[UOp, list[UOp]] = defaultdict(list)
+    for u in topo:
+        for s in u.src:
+            consumers[s].append(u)
+    realize: set[UOp] = {o for o in body.src if not is_contiguous_view(o)}
+    for u in topo:
+        if u.op is Ops.LOAD and not (u.arg.device is None and is_contiguous_view(u.src[0])):
+            realize.add(u)
+    # a REDUCE whose value is broadcast back (EXPAND above it before the next kernel boundary) is materialized
+    expanded_above: dict[UOp, bool] = {}
+    for u in reversed(topo):
+        ea = False
+        for c in consumers[u]:
+            if c.op is Ops.EXPAND and any(a != b for a, b in zip(u.shape, c.shape)):
+                ea = True
+            elif c not in realize and c.op is not Ops.REDUCE and expanded_above.get(c, False):
+                ea = True
+        expanded_above[u] = ea
+        if ea and u.op is Ops.REDUCE:
+            realize.add(u)
+    return realize
+
+
+def rangeify(fn: UOp, default_device: str) -> UOp:
+    """FUNCTION(TUPLE(outs), args) -> FUNCTION(TUPLE(views over kernel outputs), args); see module doc."""
+    body = fn.src[0]
+    topo = body.toposort()
+    realize = _materialize_points(body, topo)
+    next_slot = len(fn.src) - 1
+    memo: dict[UOp, UOp] = {}
+
+    def new_buffer(shape: tuple, dtype: DType, device: object) -> UOp:
+        nonlocal next_slot
+        size = 1
+        for s in shape:
+            size = s * size
+        p = UOp(Ops.PARAM, (UOp.shape_src((size,)),), ParamArg(next_slot, dtype, device, AddrSpace.GLOBAL))
+        next_slot += 1
+        return p
+
+    def materialize(value: UOp, device: object) -> UOp:
+        out = new_buffer(value.shape, value.dtype, device)
+        if 0 in value.shape:  # nothing to compute
+            return UOp(Ops.RESHAPE, (out, UOp.shape_src(value.shape)))
+        ast, leaves = build_kernel(value, value.dtype, device)
+        call = UOp(Ops.CALL, (ast, out, *leaves))
+        return UOp(Ops.RESHAPE, (UOp(Ops.AFTER, (out, call)), UOp.shape_src(value.shape)))
+
+    def copy(value: UOp, device: object) -> UOp:
+        src = value if is_contiguous_view(value) else materialize(value, value.device or default_device)
+        leaf = src
+        while leaf.op is Ops.RESHAPE:
+            leaf = leaf.src[0]
+        out = new_buffer(value.shape, value.dtype, device)
+        ast = UOp(Ops.LOAD, (_param_like(leaf, 1),), LoadArg(device, AddrSpace.GLOBAL))
+        call = UOp(Ops.CALL, (ast, out, leaf))
+        return UOp(Ops.RESHAPE, (UOp(Ops.AFTER, (out, call)), UOp.shape_src(value.shape)))
+
+    for u in topo:
+        if u is body:
+            continue
+        new_src = tuple(memo[s] for s in u.src)
+        nu = u if new_src == u.src else u.replace(src=new_src)
+        if u not in realize:
+            memo[u] = nu
+            continue
+        if u.op is Ops.LOAD:
+            src = nu.src[0]
+            target = u.arg.device or src.device or default_device
+            is_copy = u.arg.device is not None and src.device is not None and src.device != u.arg.device
+            memo[u] = copy(src, target) if is_copy else materialize(src, target)
+        else:
+            memo[u] = materialize(nu, nu.device or default_device)
+    return UOp(Ops.FUNCTION, (UOp(Ops.TUPLE, tuple(memo[o] for o in body.src)),) + fn.src[1:])

@@ -1,0 +1,67 @@
+"""The C language for the CPU device: types, prelude (floor division, bfloat16 storage) and signature."""
+
+from __future__ import annotations
+
+from unigrad.dtype import DType, dtypes
+from unigrad.ir.ops import Ops
+from unigrad.ir.uop import UOp
+from unigrad.render.cstyle import CStyleLanguage, KernelSignature
+
+PRELUDE = """#include <math.h>
+#include <string.h>
+static inline long long fl_idiv(long long a, long long b) { long long q = a / b; return q - ((a % b != 0) & ((a < 0) != (b < 0))); }
+static inline long long fl_imod(long long a, long long b) { long long m = a % b; return m + (((m != 0) & ((m < 0) != (b < 0))) ? b : 0); }
+static inline double fl_div(double a, double b) { return floor(a / b); }
+static inline double fl_mod(double a, double b) { return a - b * floor(a / b); }
+static inline float bf16_to_f32(unsigned short x) { unsigned int u = (unsigned int)x << 16; float f; memcpy(&f, &u, 4); return f; }
+static inline unsigned short f32_to_bf16(float f) {
+  unsigned int u; memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u); return (unsigned short)(u >> 16);
+}"""
+
+
+class CLanguage(CStyleLanguage):
+    prelude = PRELUDE
+    types = {
+        dtypes.bool: "_Bool",
+        dtypes.int8: "signed char",
+        dtypes.int16: "short",
+        dtypes.int32: "int",
+        dtypes.int64: "long long",
+        dtypes.uint8: "unsigned char",
+        dtypes.uint16: "unsigned short",
+        dtypes.uint32: "unsigned int",
+        dtypes.uint64: "unsigned long long",
+        dtypes.float16: "_Float16",
+        dtypes.bfloat16: "float",  # computed in float, stored as 16 bits
+        dtypes.float32: "float",
+        dtypes.float64: "double",
+        dtypes.index: "long long",
+    }
+    float_funcs = {Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.SQRT: "sqrt"}
+
+    def storage_type(self, dt: DType) -> str:
+        return "unsigned short" if dt is dtypes.bfloat16 else self.ctype(dt)
+
+    def signature(self, sig: KernelSignature) -> str:
+        args = [f"{self.storage_type(dt)}* restrict data{slot}" for slot, dt in sig.buffers]
+        args += [f"long long {v}" for v in sig.variables]
+        return f"void {sig.name}({', '.join(args)})"
+
+    def load(self, u: UOp, target: str) -> str:
+        return f"bf16_to_f32({target})" if u.dtype is dtypes.bfloat16 and "acc" not in target else target
+
+    def store(self, u: UOp, target: str, value: str) -> str:
+        if u.src[1].dtype is dtypes.bfloat16 and not target.startswith("acc"):
+            return f"{target} = f32_to_bf16({value});"
+        return f"{target} = {value};"
+
+    def alu(self, u: UOp, a: list[str]) -> str:
+        if u.dtype is dtypes.float16 and u.op in self.float_funcs:  # no half libm: compute in float
+            return f"(_Float16){self.float_funcs[u.op]}f((float){a[0]})"
+        if u.op is Ops.CAST and u.dtype is dtypes.bfloat16:
+            return f"bf16_to_f32(f32_to_bf16((float)({a[0]})))"
+        if u.op in (Ops.ADD, Ops.MUL, Ops.RECIP) and u.dtype is dtypes.bfloat16:
+            return f"bf16_to_f32(f32_to_bf16({super().alu(u, a)}))"
+        return super().alu(u, a)

@@ -1,0 +1,129 @@
+"""The runtime: the Device registry, Buffers, and the device contract (allocator + compiler + program).
+
+A device is `Compiled(name, allocator, renderer, compiler, program_factory)`. `Device["CPU"]` opens a
+device on first use; `Device.DEFAULT` is the DEVICE knob. Buffers allocate lazily and copy in/out
+through numpy at the boundary only.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from unigrad import config
+from unigrad.dtype import DType, dtypes
+from unigrad.render.cstyle import KernelSignature
+
+DEVICES = {"CPU": "unigrad.runtime.ops_cpu", "PYTHON": "unigrad.runtime.ops_python"}
+
+
+class Allocator:
+    """Device memory: `alloc` returns an opaque handle; copies go through host numpy arrays."""
+
+    def alloc(self, nbytes: int, dtype: DType, size: int) -> Any:
+        raise NotImplementedError
+
+    def copyin(self, handle: Any, src: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def copyout(self, handle: Any, dtype: DType, size: int) -> np.ndarray:
+        raise NotImplementedError
+
+
+class Compiler:
+    def compile(self, src: str) -> bytes:
+        raise NotImplementedError
+
+
+ProgramFactory = Callable[[str, bytes, KernelSignature, Any], Callable[..., None]]
+
+
+@dataclass
+class Compiled:
+    name: str
+    allocator: Allocator
+    renderer: Any
+    compiler: Compiler
+    program: ProgramFactory
+
+
+class _DeviceRegistry:
+    def __init__(self) -> None:
+        self._open: dict[str, Compiled] = {}
+
+    def canonicalize(self, device: str | None) -> str:
+        d = (device or self.DEFAULT).upper()
+        base = d.split(":")[0]
+        if base not in DEVICES:
+            raise ValueError(f"unknown device {device!r}; available: {sorted(DEVICES)}")
+        return d
+
+    def __getitem__(self, device: str) -> Compiled:
+        d = self.canonicalize(device)
+        if d not in self._open:
+            mod = importlib.import_module(DEVICES[d.split(":")[0]])
+            self._open[d] = mod.open_device(d)
+        return self._open[d]
+
+    @property
+    def DEFAULT(self) -> str:
+        return str(config.DEVICE.value).upper()
+
+
+Device = _DeviceRegistry()
+
+
+def to_numpy_dtype(dt: DType) -> np.dtype:
+    if dt is dtypes.bfloat16:
+        return np.dtype(np.uint16)  # raw bits at the boundary
+    if dt.fmt is None:
+        raise TypeError(f"{dt} has no numpy equivalent")
+    return np.dtype(dt.fmt)
+
+
+class Buffer:
+    """`size` elements of `dtype` on `device`, allocated on first use."""
+
+    __slots__ = ("device", "size", "dtype", "_handle")
+
+    def __init__(self, device: str, size: int, dtype: DType):
+        self.device, self.size, self.dtype = device, size, dtype
+        self._handle: Any = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def allocated(self) -> bool:
+        return self._handle is not None
+
+    def ensure_allocated(self) -> Buffer:
+        if self._handle is None:
+            self._handle = Device[self.device].allocator.alloc(self.nbytes, self.dtype, self.size)
+        return self
+
+    @property
+    def handle(self) -> Any:
+        return self.ensure_allocated()._handle
+
+    def copyin(self, data: np.ndarray) -> Buffer:
+        flat = np.ascontiguousarray(data).reshape(-1)
+        if flat.size != self.size:
+            raise ValueError(f"copyin: buffer holds {self.size} elements, got {flat.size}")
+        Device[self.device].allocator.copyin(self.handle, flat.astype(to_numpy_dtype(self.dtype), copy=False))
+        return self
+
+    def numpy(self) -> np.ndarray:
+        """A host copy as a flat numpy array (bfloat16 comes out as float32)."""
+        out = Device[self.device].allocator.copyout(self.handle, self.dtype, self.size)
+        if self.dtype is dtypes.bfloat16:
+            return (out.astype(np.uint32) << 16).view(np.float32)
+        return out
+
+    def __repr__(self) -> str:
+        return f"<Buffer {self.device} {self.size} {self.dtype}>"

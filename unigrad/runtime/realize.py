@@ -1,0 +1,190 @@
+"""Kernelize and realize: tensor UOps -> scheduled CALLs -> programs run on devices.
+
+kernelize(uops, device): callify -> rangeify (cached by the FUNCTION body) -> instantiate, giving each
+tensor a UOp over new BUFFERs written by CALL(kernel, buffers...) nodes: RESHAPE(AFTER(BUFFER, CALL)).
+realize(uops, device): kernelize, run every CALL not yet run (sources first), and strip the AFTERs.
+Programs are compiled once per (device, kernel AST): expand -> linearize -> render -> compile.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from unigrad import config
+from unigrad.dtype import DType
+from unigrad.ir.args import AddrSpace, BufferArg
+from unigrad.ir.ops import Ops
+from unigrad.ir.uop import UOp
+from unigrad.pipeline.callify import callify
+from unigrad.pipeline.expand import expand
+from unigrad.pipeline.linearize import linearize
+from unigrad.pipeline.rangeify import rangeify
+from unigrad.runtime import Buffer, Device
+
+_buffer_ids = itertools.count()
+buffers: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
+_executed: weakref.WeakSet[UOp] = weakref.WeakSet()
+_schedule_cache: dict[tuple[UOp, str], UOp] = {}
+_program_cache: dict[tuple[str, UOp], CompiledKernel] = {}
+
+
+@dataclass
+class Stats:
+    """Counters for tests and DEBUG output."""
+
+    kernels: int = 0
+    last_kernels: list[UOp] = field(default_factory=list)
+
+
+stats = Stats()
+
+
+def new_buffer(size: int, dtype: DType, device: str) -> UOp:
+    """A fresh BUFFER UOp (unique slot); its device memory is allocated when first used."""
+    u = UOp(Ops.BUFFER, (UOp.shape_src((size,)),), BufferArg(next(_buffer_ids), dtype, device, AddrSpace.GLOBAL))
+    buffers[u] = Buffer(device, size, dtype)
+    return u
+
+
+def buffer_of(u: UOp) -> Buffer:
+    while u.op in (Ops.AFTER, Ops.RESHAPE):
+        u = u.src[0]
+    return buffers[u]
+
+
+def _is_ast(u: UOp) -> bool:
+    return u.op is Ops.SINK or (u.op is Ops.LOAD and u.arg is not None and u.arg.device is not None)
+
+
+def _fresh_buffers(sched: UOp, n_args: int) -> dict[UOp, UOp]:
+    out = {}
+    for u in sched.toposort(gate=lambda x: not _is_ast(x)):
+        if u.op is Ops.PARAM and u.arg.name is None and u.arg.slot >= n_args and u not in out:
+            size = u.shape[0]
+            out[u] = new_buffer(size, u.arg.dtype, u.arg.device)
+    return out
+
+
+def kernelize(uops: list[UOp], device: str) -> list[UOp]:
+    """Decide the kernels for `uops` without running them; returns the new UOps (views over BUFFERs)."""
+    t0 = time.perf_counter()
+    fn = callify(UOp(Ops.SINK, tuple(uops)))
+    body, args = fn.src[0], fn.src[1:]
+    key = (body, device)
+    sched = _schedule_cache.get(key)
+    if sched is None:
+        sched = _schedule_cache[key] = rangeify(UOp(Ops.FUNCTION, (body, *args)), device).src[0]
+    mapping: dict[UOp, UOp] = {}
+    for u in sched.toposort(gate=lambda x: not _is_ast(x)):
+        if u.op is Ops.PARAM and u.arg.name is None and u.arg.slot < len(args):
+            mapping[u] = args[u.arg.slot]
+    mapping.update(_fresh_buffers(sched, len(args)))
+    out = sched.substitute(mapping, walk=lambda x: not _is_ast(x))
+    if config.DEBUG >= 1:
+        print(f"kernelize: {len(uops)} outputs scheduled in {(time.perf_counter() - t0) * 1e3:.2f} ms")
+    return list(out.src)
+
+
+@dataclass
+class CompiledKernel:
+    name: str
+    program: Any
+    linear: UOp
+    source: str
+    flops: int
+    mem: int
+
+
+def _count(linear: UOp) -> int:
+    """ALU ops executed, counting each loop body bound times (symbolic bounds count as 1)."""
+    mult, stack, flops = 1, [], 0
+    for u in linear.src:
+        if u.op is Ops.RANGE:
+            b = u.src[0].arg.value if u.src[0].op is Ops.CONST else 1
+            stack.append(b)
+            mult *= b
+        elif u.op is Ops.END:
+            b = stack.pop()
+            mult = mult // b if b else 1
+        elif u.op in (Ops.ADD, Ops.MUL, Ops.MAX, Ops.RECIP, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT) and u.dtype.is_float:
+            flops += mult
+    return flops
+
+
+def get_kernel(device: str, ast: UOp) -> CompiledKernel:
+    key = (device, ast)
+    if (ck := _program_cache.get(key)) is not None:
+        return ck
+    dev = Device[device]
+    name = ast.arg.name if ast.arg is not None else "kernel"
+    if config.DEBUG >= 5:
+        print(f"--- kernel {name} ---\n{ast}")
+    sink = expand(ast)
+    linear = linearize(sink)
+    if config.DEBUG >= 3:
+        rs = [u for u in linear.src if u.op is Ops.RANGE]
+        print(f"{name}: ranges " + " ".join(f"r{r.arg.id}:{r.arg.axis_type.value}{r.src[0].render()}" for r in rs))
+        print(f"{name}: opts {ast.arg.opts if ast.arg is not None else ()}")
+    src, sig = dev.renderer.render(name, linear)
+    if config.DEBUG >= 4:
+        print(src)
+    _, program = dev.build(name, src, sig, linear)  # type: ignore[attr-defined]
+    mem = sum(
+        u.shape[0] * u.dtype.itemsize
+        for u in linear.src
+        if u.op is Ops.PARAM and u.arg.addrspace is AddrSpace.GLOBAL and isinstance(u.shape[0], int)
+    )
+    ck = _program_cache[key] = CompiledKernel(name, program, linear, src, _count(linear), mem)
+    return ck
+
+
+def run_call(call: UOp, var_vals: dict[str, int]) -> None:
+    ast = call.src[0]
+    bufs = [buffer_of(b) for b in call.src[1:]]
+    if ast.op is Ops.LOAD:  # copy between devices, through the host
+        bufs[0].ensure_allocated().copyin(bufs[1].numpy())
+        return
+    ck = get_kernel(bufs[0].device, ast)
+    for b in bufs:
+        b.ensure_allocated()
+    t0 = time.perf_counter()
+    ck.program(bufs, var_vals)
+    stats.kernels += 1
+    stats.last_kernels.append(ast)
+    if config.DEBUG >= 2:
+        dt = time.perf_counter() - t0
+        print(f"  {ck.name:<30} {dt * 1e6:9.1f} us  {ck.flops / dt / 1e9:8.2f} GFLOP/s  {ck.mem / dt / 1e9:8.2f} GB/s")
+
+
+def bound_vars(uops: list[UOp]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for u in UOp(Ops.TUPLE, tuple(uops)).toposort(gate=lambda x: not _is_ast(x)):
+        if u.op is Ops.PARAM and u.arg.name is not None and len(u.src) == 4:
+            out[u.arg.name] = u.src[3].arg.value
+    return out
+
+
+def run_pending(uops: list[UOp], var_vals: dict[str, int]) -> list[UOp]:
+    """Run every CALL under `uops` not yet run, sources first; return the uops with AFTERs stripped."""
+    sink = UOp(Ops.TUPLE, tuple(uops))
+    stats.last_kernels = []
+    strip: dict[UOp, UOp] = {}
+    for u in sink.toposort(gate=lambda x: not _is_ast(x)):
+        if u.op is Ops.CALL and u not in _executed:
+            run_call(u, var_vals)
+            _executed.add(u)
+        if u.op is Ops.AFTER and u.src[0].op is Ops.BUFFER:
+            strip[u] = u.src[0]
+    if config.DEBUG >= 1:
+        print(f"realize: ran {len(stats.last_kernels)} kernels")
+    return list(sink.substitute(strip, walk=lambda x: not _is_ast(x)).src) if strip else list(uops)
+
+
+def realize(uops: list[UOp], device: str) -> list[UOp]:
+    """Kernelize and run; returns UOps that are views of concrete, filled BUFFERs."""
+    var_vals = bound_vars(uops)
+    return run_pending(kernelize(uops, device), var_vals)

@@ -1,0 +1,732 @@
+"""Tensor: a lazy handle on a UOp graph; the API users write against (PyTorch/tinygrad names).
+
+Every method builds UOps; nothing computes until realize()/numpy()/item()/tolist(). Broadcasting is
+explicit in the graph (EXPAND), so elementwise UOps always see equal shapes. Errors are raised here,
+at the call that caused them, with the op, the shapes/dtypes and what was expected.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from unigrad import config
+from unigrad.dtype import ConstType, DType, dtypes, promote_types, result_dtype_with_scalar, to_dtype
+from unigrad.ir.args import LoadArg, ReduceArg
+from unigrad.ir.ops import Ops
+from unigrad.ir.props import broadcast_shapes
+from unigrad.ir.spec import verify_tensor_op
+from unigrad.ir.uop import UOp
+from unigrad.runtime import Device
+from unigrad.runtime import realize as rt
+
+Shape = tuple[int, ...]
+_NP_TO_DTYPE = {np.dtype(d.fmt): d for d in dtypes.all() if d.fmt is not None}
+
+
+def _prod(xs: Sequence[int]) -> int:
+    out = 1
+    for x in xs:
+        out *= x
+    return out
+
+
+def _shape_arg(shape: Sequence[Any]) -> Shape:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    return tuple(shape)
+
+
+def _norm_axis(op: str, axis: int, ndim: int) -> int:
+    lo, hi = (-ndim, ndim - 1) if ndim > 0 else (-1, 0)
+    if not lo <= axis <= hi:
+        raise IndexError(f"{op}: dimension out of range (expected to be in range of [{lo}, {hi}], but got {axis})")
+    return axis + ndim if axis < 0 else axis
+
+
+class Tensor:
+    """A lazy n-dimensional array on a device."""
+
+    __slots__ = ("uop", "device", "requires_grad", "grad", "__weakref__")
+
+    def __init__(
+        self,
+        data: Any,
+        device: str | None = None,
+        dtype: DType | str | None = None,
+        requires_grad: bool | None = None,
+    ):
+        self.device = Device.canonicalize(device)
+        self.requires_grad = requires_grad
+        self.grad: Tensor | None = None
+        dt = to_dtype(dtype) if dtype is not None else None
+        if isinstance(data, UOp):
+            self.uop = data
+            return
+        if isinstance(data, Tensor):
+            data = data.numpy()
+        if isinstance(data, (bool, int, float)):
+            self.uop = UOp.const(dt or dtypes.from_py(data), data)
+            return
+        if isinstance(data, (list, tuple)):
+            arr = np.array(data)
+            if arr.dtype == object:
+                raise TypeError(f"Tensor: cannot build a tensor from ragged or non-numeric data {data!r}")
+            if dt is None:
+                dt = dtypes.bool if arr.dtype == np.bool_ else dtypes.default_int if arr.dtype.kind in "iu" else None
+                dt = dt or (dtypes.default_float if arr.dtype.kind == "f" else None)
+            data = arr
+        if isinstance(data, np.ndarray):
+            self.uop = self._from_numpy(data, dt)
+            return
+        raise TypeError(f"Tensor: cannot build a tensor from {type(data).__name__}")
+
+    def _from_numpy(self, arr: np.ndarray, dt: DType | None) -> UOp:
+        src_dt = _NP_TO_DTYPE.get(arr.dtype)
+        if src_dt is None:
+            raise TypeError(f"Tensor: numpy dtype {arr.dtype} is not supported")
+        target = dt or src_dt
+        if target.fmt is None:  # bfloat16: copy in as float32, cast in a kernel
+            return Tensor(arr.astype(np.float32), device=self.device).cast(target).uop
+        buf = rt.new_buffer(arr.size, target, self.device)
+        rt.buffers[buf].copyin(arr.astype(target.fmt))
+        return UOp(Ops.RESHAPE, (buf, UOp.shape_src(arr.shape)))
+
+    # ---------------------------------------------------------------- properties
+    @property
+    def shape(self) -> Shape:
+        return tuple(self.uop.shape)
+
+    @property
+    def dtype(self) -> DType:
+        return self.uop.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def numel(self) -> int:
+        return _prod(self.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        return self.shape if dim is None else self.shape[_norm_axis("size", dim, self.ndim)]
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"<Tensor {self.uop.op.name} {self.shape} {self.dtype} on {self.device}>"
+
+    def _new(self, u: UOp) -> Tensor:
+        if config.SPEC.value:
+            verify_tensor_op(u)
+        return Tensor(u, device=self.device)
+
+    # ---------------------------------------------------------------- creation
+    @staticmethod
+    def full(
+        shape: Sequence[int] | int, fill_value: ConstType, dtype: DType | str | None = None, device: str | None = None
+    ) -> Tensor:
+        shp = (shape,) if isinstance(shape, int) else tuple(shape)
+        if any(not isinstance(s, int) or s < 0 for s in shp):
+            raise RuntimeError(f"full: shape must be non-negative ints, got {shp}")
+        dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
+        return Tensor(fill_value, device=device, dtype=dt).reshape((1,) * len(shp)).expand(shp)
+
+    @staticmethod
+    def zeros(*shape: Any, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+        return Tensor.full(_shape_arg(shape), 0, dtype=dtype or dtypes.default_float, device=device)
+
+    @staticmethod
+    def ones(*shape: Any, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+        return Tensor.full(_shape_arg(shape), 1, dtype=dtype or dtypes.default_float, device=device)
+
+    @staticmethod
+    def empty(*shape: Any, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+        shp = _shape_arg(shape)
+        dev = Device.canonicalize(device)
+        buf = rt.new_buffer(_prod(shp), to_dtype(dtype) if dtype is not None else dtypes.default_float, dev)
+        return Tensor(UOp(Ops.RESHAPE, (buf, UOp.shape_src(shp))), device=dev)
+
+    def full_like(self, fill_value: ConstType, dtype: DType | str | None = None) -> Tensor:
+        return Tensor.full(self.shape, fill_value, dtype=dtype or self.dtype, device=self.device)
+
+    def zeros_like(self, dtype: DType | str | None = None) -> Tensor:
+        return self.full_like(0, dtype)
+
+    def ones_like(self, dtype: DType | str | None = None) -> Tensor:
+        return self.full_like(1, dtype)
+
+    @staticmethod
+    def arange(
+        start: int | float,
+        stop: int | float | None = None,
+        step: int | float = 1,
+        dtype: DType | str | None = None,
+        device: str | None = None,
+    ) -> Tensor:
+        """[start, start+step, ...) below stop. Built from movement ops on constants: element i is the sum
+        of its binary digits, each digit a padded, tiled constant, so the whole thing is one fused kernel."""
+        if stop is None:
+            start, stop = 0, start
+        if step == 0:
+            raise RuntimeError("arange: step must be nonzero")
+        n = max(0, math.ceil((stop - start) / step))
+        is_float = any(isinstance(v, float) for v in (start, stop, step))
+        dt = to_dtype(dtype) if dtype is not None else dtypes.default_float if is_float else dtypes.default_int
+        idx = Tensor.zeros(n, dtype=dtypes.int64, device=device)
+        bit = 1
+        while bit < n:
+            digit = Tensor.full((bit,), bit, dtype=dtypes.int64, device=device).pad(((bit, 0),))  # 0*bit, then bit*bit
+            reps = -(-n // (2 * bit))
+            idx = idx + digit.reshape(1, 2 * bit).expand(reps, 2 * bit).reshape(reps * 2 * bit).shrink(((0, n),))
+            bit *= 2
+        return (idx.cast(dt) * step + start).cast(dt) if (start, step) != (0, 1) else idx.cast(dt)
+
+    # ---------------------------------------------------------------- realization
+    def kernelize(self, *others: Tensor) -> Tensor:
+        """Decide the kernels that compute these tensors (without running them); children will load
+        their buffers instead of fusing their graphs."""
+        ts = (self, *others)
+        for dev in {t.device for t in ts}:
+            group = [t for t in ts if t.device == dev]
+            for t, u in zip(group, rt.kernelize([t.uop for t in group], dev)):
+                t.uop = u
+        return self
+
+    def realize(self, *others: Tensor) -> Tensor:
+        """Run the kernels that compute these tensors; afterwards each is a view of a filled buffer."""
+        ts = (self, *others)
+        for dev in {t.device for t in ts}:
+            group = [t for t in ts if t.device == dev]
+            for t, u in zip(group, rt.realize([t.uop for t in group], dev)):
+                t.uop = u
+        return self
+
+    def numpy(self) -> np.ndarray:
+        if self.dtype.fmt is None and self.dtype is not dtypes.bfloat16:
+            raise TypeError(f"numpy: no numpy dtype for {self.dtype}")
+        t = self.contiguous_view()
+        flat = rt.buffer_of(t.uop).numpy()
+        return flat.reshape(self.shape)
+
+    def contiguous_view(self) -> Tensor:
+        """This tensor realized as a row-major buffer (a plain reshape of one)."""
+        self.realize()
+        u = self.uop
+        while u.op is Ops.RESHAPE:
+            u = u.src[0]
+        if u.op is Ops.BUFFER and rt.buffers[u].size == self.numel():
+            return self
+        return Tensor(UOp(Ops.LOAD, (self.uop,), LoadArg()), device=self.device).realize()
+
+    def item(self) -> ConstType:
+        if self.numel() != 1:
+            raise RuntimeError(f"item: a Tensor with {self.numel()} elements cannot be converted to a scalar")
+        return self.numpy().reshape(-1)[0].item()
+
+    def tolist(self) -> Any:
+        return self.numpy().tolist()
+
+    def to(self, device: str) -> Tensor:
+        dev = Device.canonicalize(device)
+        if dev == self.device:
+            return self
+        return Tensor(UOp(Ops.LOAD, (self.uop,), LoadArg(dev)), device=dev)
+
+    def contiguous(self) -> Tensor:
+        return self._new(UOp(Ops.LOAD, (self.uop,), LoadArg()))
+
+    def detach(self) -> Tensor:
+        return self._new(UOp(Ops.DETACH, (self.uop,)))
+
+    # ---------------------------------------------------------------- movement
+    def reshape(self, *shape: Any) -> Tensor:
+        shp = list(_shape_arg(shape))
+        if shp.count(-1) > 1:
+            raise RuntimeError(f"reshape: only one dimension can be inferred, got {tuple(shp)}")
+        if -1 in shp:
+            known = _prod([s for s in shp if s != -1])
+            if known == 0 or self.numel() % known:
+                raise RuntimeError(f"reshape: shape {tuple(shp)} is invalid for input of size {self.numel()}")
+            shp[shp.index(-1)] = self.numel() // known
+        new = tuple(shp)
+        if any(not isinstance(s, int) or s < 0 for s in new) or _prod(new) != self.numel():
+            raise RuntimeError(f"reshape: shape {new} is invalid for input of size {self.numel()} (shape {self.shape})")
+        if new == self.shape:
+            return self
+        return self._new(UOp(Ops.RESHAPE, (self.uop, UOp.shape_src(new))))
+
+    view = reshape
+
+    def expand(self, *shape: Any) -> Tensor:
+        shp = _shape_arg(shape)
+        if len(shp) < self.ndim:
+            raise RuntimeError(f"expand: the target shape {shp} has fewer dims than the tensor's {self.shape}")
+        base = (1,) * (len(shp) - self.ndim) + self.shape
+        new = tuple(b if s == -1 else s for s, b in zip(shp, base))
+        for b, s in zip(base, new):
+            if b != s and b != 1:
+                raise RuntimeError(
+                    f"expand: size {b} of shape {self.shape} cannot expand to {s} (target {shp}); only size-1 dims expand"
+                )
+        t = self.reshape(base)
+        if new == base:
+            return t
+        return t._new(UOp(Ops.EXPAND, (t.uop, UOp.shape_src(new))))
+
+    def permute(self, *order: Any) -> Tensor:
+        o = tuple(_norm_axis("permute", a, self.ndim) for a in _shape_arg(order))
+        if sorted(o) != list(range(self.ndim)):
+            raise RuntimeError(
+                f"permute: order {tuple(_shape_arg(order))} is not a permutation of the {self.ndim} dims of {self.shape}"
+            )
+        if o == tuple(range(self.ndim)):
+            return self
+        return self._new(UOp(Ops.PERMUTE, (self.uop,), o))
+
+    def transpose(self, dim0: int = 1, dim1: int = 0) -> Tensor:
+        order = list(range(self.ndim))
+        a, b = _norm_axis("transpose", dim0, self.ndim), _norm_axis("transpose", dim1, self.ndim)
+        order[a], order[b] = order[b], order[a]
+        return self.permute(order)
+
+    @property
+    def T(self) -> Tensor:
+        return self.permute(tuple(reversed(range(self.ndim))))
+
+    def flip(self, *axis: Any) -> Tensor:
+        axes = {_norm_axis("flip", a, self.ndim) for a in _shape_arg(axis)}
+        if not axes:
+            return self
+        return self._new(UOp(Ops.FLIP, (self.uop,), tuple(i in axes for i in range(self.ndim))))
+
+    def pad(self, padding: Sequence[tuple[int, int]] | Sequence[int], value: ConstType = 0.0) -> Tensor:
+        """Pad with `value`: padding is ((before, after), ...) per dim from the first, or PyTorch's flat
+        (last_before, last_after, prev_before, ...) form. Negative amounts crop."""
+        if padding and isinstance(padding[0], int):
+            flat = list(padding)
+            if len(flat) % 2 or len(flat) // 2 > self.ndim:
+                raise RuntimeError(f"pad: flat padding {tuple(flat)} must have an even length <= 2*ndim ({self.ndim})")
+            pairs = [(0, 0)] * (self.ndim - len(flat) // 2) + [
+                (flat[i], flat[i + 1]) for i in range(len(flat) - 2, -1, -2)
+            ]
+        else:
+            pairs = [tuple(p) for p in padding]  # type: ignore[misc]
+        if len(pairs) != self.ndim:
+            raise RuntimeError(
+                f"pad: need a (before, after) pair for each of the {self.ndim} dims of {self.shape}, got {len(pairs)}"
+            )
+        t = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape)))
+        pos = [(max(b, 0), max(a, 0)) for b, a in pairs]
+        if all(p == (0, 0) for p in pos):
+            return t
+        new = tuple(s + b + a for s, (b, a) in zip(t.shape, pos))
+        out = t._new(UOp(Ops.PAD, (t.uop, UOp.shape_src(tuple(b for b, _ in pos)), UOp.shape_src(new))))
+        if value != 0:
+            mask = Tensor.ones(t.shape, dtype=dtypes.bool, device=self.device).pad(pos)
+            out = mask.where(out, value)
+        return out
+
+    def shrink(self, arg: Sequence[tuple[int, int] | None]) -> Tensor:
+        bounds = [(0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape)]
+        if len(arg) != self.ndim or any(not 0 <= b <= e <= s for (b, e), s in zip(bounds, self.shape)):
+            raise RuntimeError(
+                f"shrink: bounds {tuple(arg)} do not fit shape {self.shape}; need 0 <= begin <= end <= size per dim"
+            )
+        if all(b == 0 and e == s for (b, e), s in zip(bounds, self.shape)):
+            return self
+        new = tuple(e - b for b, e in bounds)
+        return self._new(UOp(Ops.SHRINK, (self.uop, UOp.shape_src(tuple(b for b, _ in bounds)), UOp.shape_src(new))))
+
+    def squeeze(self, dim: int | None = None) -> Tensor:
+        if dim is None:
+            return self.reshape(tuple(s for s in self.shape if s != 1))
+        d = _norm_axis("squeeze", dim, self.ndim)
+        return self if self.shape[d] != 1 else self.reshape(self.shape[:d] + self.shape[d + 1 :])
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        d = _norm_axis("unsqueeze", dim, self.ndim + 1)
+        return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        if self.ndim == 0:
+            return self.reshape(1)
+        s, e = _norm_axis("flatten", start_dim, self.ndim), _norm_axis("flatten", end_dim, self.ndim)
+        return self.reshape(self.shape[:s] + (_prod(self.shape[s : e + 1]),) + self.shape[e + 1 :])
+
+    # ---------------------------------------------------------------- elementwise
+    def _const_like(self, x: ConstType, dtype: DType) -> Tensor:
+        return (
+            Tensor(UOp.const(dtype, x), device=self.device).reshape((1,) * self.ndim).expand(self.shape)
+            if self.ndim
+            else Tensor(UOp.const(dtype, x), device=self.device)
+        )
+
+    def _broadcasted(self, other: Tensor | ConstType, op: str, reverse: bool = False) -> tuple[Tensor, Tensor]:
+        if isinstance(other, Tensor):
+            if other.device != self.device:
+                raise RuntimeError(f"{op}: tensors are on different devices ({self.device} and {other.device})")
+            dt = promote_types(self.dtype, other.dtype)
+            try:
+                shape = broadcast_shapes(self.shape, other.shape)
+                if any(a != b and a != 1 for s in (self.shape, other.shape) for a, b in zip(s[::-1], shape[::-1])):
+                    raise ValueError
+            except ValueError:
+                raise RuntimeError(
+                    f"{op}: shapes {self.shape} and {other.shape} cannot be broadcast together"
+                ) from None
+            x, y = self.cast(dt).expand(shape), other.cast(dt).expand(shape)
+        elif isinstance(other, (bool, int, float)):
+            dt = result_dtype_with_scalar(self.dtype, other)
+            x = self.cast(dt)
+            y = x._const_like(other, dt)
+        else:
+            raise TypeError(f"{op}: unsupported operand type {type(other).__name__}")
+        return (y, x) if reverse else (x, y)
+
+    def _alu(self, op: Ops, *srcs: Tensor) -> Tensor:
+        return self._new(UOp(op, (self.uop, *(s.uop for s in srcs))))
+
+    def _binop(self, op: Ops, other: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
+        x, y = self._broadcasted(other, name, reverse)
+        return x._alu(op, y)
+
+    def add(self, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
+        return self._binop(Ops.ADD, other, "add", reverse)
+
+    def mul(self, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
+        return self._binop(Ops.MUL, other, "mul", reverse)
+
+    def neg(self) -> Tensor:
+        if self.dtype is dtypes.bool:
+            raise RuntimeError("neg: negation of a bool tensor is not supported; use logical_not()")
+        return self * -1
+
+    def sub(self, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
+        x, y = self._broadcasted(other, "sub", reverse)
+        if x.dtype is dtypes.bool:
+            raise RuntimeError("sub: subtraction of bool tensors is not supported; use logical_xor()")
+        return x._alu(Ops.ADD, y * -1)
+
+    def _float(self) -> Tensor:
+        return self if self.dtype.is_float else self.cast(dtypes.default_float)
+
+    def reciprocal(self) -> Tensor:
+        return self._float()._alu(Ops.RECIP)
+
+    def div(self, other: Tensor | ConstType, reverse: bool = False, rounding_mode: str | None = None) -> Tensor:
+        x, y = self._broadcasted(other, "div", reverse)
+        if rounding_mode == "floor":
+            return x._alu(Ops.IDIV, y)
+        if rounding_mode == "trunc":
+            if x.dtype.is_float:
+                return (x._float() * y._float().reciprocal()).trunc()
+            q = x._alu(Ops.IDIV, y)
+            return (q._alu(Ops.MUL, y)._alu(Ops.CMPNE, x) & ((x < 0) ^ (y < 0))).where(q + 1, q)
+        if rounding_mode is not None:
+            raise RuntimeError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+        return x._float() * y._float().reciprocal()
+
+    def floordiv(self, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
+        return self._binop(Ops.IDIV, other, "floor_divide", reverse)
+
+    def mod(self, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
+        return self._binop(Ops.MOD, other, "remainder", reverse)
+
+    def maximum(self, other: Tensor | ConstType) -> Tensor:
+        return self._binop(Ops.MAX, other, "maximum")
+
+    def minimum(self, other: Tensor | ConstType) -> Tensor:
+        x, y = self._broadcasted(other, "minimum")
+        if x.dtype is dtypes.bool:
+            return x & y
+        return -((-x).maximum(-y))
+
+    def _bitwise(self, op: Ops, other: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
+        x, y = self._broadcasted(other, name, reverse)
+        if x.dtype.is_float:
+            raise RuntimeError(f"{name}: bitwise ops are only defined for integer and bool tensors, got {x.dtype}")
+        return x._alu(op, y)
+
+    def bitwise_and(self, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
+        return self._bitwise(Ops.AND, other, "bitwise_and", reverse)
+
+    def bitwise_or(self, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
+        return self._bitwise(Ops.OR, other, "bitwise_or", reverse)
+
+    def bitwise_xor(self, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
+        return self._bitwise(Ops.XOR, other, "bitwise_xor", reverse)
+
+    def lshift(self, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
+        return self._bitwise(Ops.SHL, other, "bitwise_left_shift", reverse)
+
+    def rshift(self, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
+        return self._bitwise(Ops.SHR, other, "bitwise_right_shift", reverse)
+
+    def logical_not(self) -> Tensor:
+        return self.cast(dtypes.bool)._alu(Ops.CMPNE, self._const_like(True, dtypes.bool))
+
+    def _cmp(self, op: Ops, other: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
+        x, y = self._broadcasted(other, name, reverse)
+        return x._alu(op, y)
+
+    def __lt__(self, other: Tensor | ConstType) -> Tensor:
+        return self._cmp(Ops.CMPLT, other, "lt")
+
+    def __gt__(self, other: Tensor | ConstType) -> Tensor:
+        return self._cmp(Ops.CMPLT, other, "gt", reverse=True)
+
+    def __ge__(self, other: Tensor | ConstType) -> Tensor:
+        return (self < other).logical_not()
+
+    def __le__(self, other: Tensor | ConstType) -> Tensor:
+        return (self > other).logical_not()
+
+    def ne(self, other: Tensor | ConstType) -> Tensor:
+        return self._cmp(Ops.CMPNE, other, "ne")
+
+    def eq(self, other: Tensor | ConstType) -> Tensor:
+        return self.ne(other).logical_not()
+
+    __ne__ = ne  # type: ignore[assignment]
+    __eq__ = eq  # type: ignore[assignment]
+    __hash__ = object.__hash__
+
+    def where(self, x: Tensor | ConstType, y: Tensor | ConstType) -> Tensor:
+        """self ? x : y, broadcasting all three; the result dtype promotes x and y."""
+        cond = self.cast(dtypes.bool)
+        if isinstance(x, Tensor):
+            xt, yt = x._broadcasted(y, "where")
+        elif isinstance(y, Tensor):
+            yt, xt = y._broadcasted(x, "where")
+        else:
+            dt = dtypes.from_py(x) if type(x) is type(y) else dtypes.default_float
+            xt, yt = Tensor(x, dtype=dt, device=self.device), Tensor(y, dtype=dt, device=self.device)
+        shape = broadcast_shapes(cond.shape, xt.shape)
+        try:
+            _ = cond._broadcasted(xt.cast(dtypes.bool), "where")
+        except RuntimeError:
+            raise RuntimeError(
+                f"where: condition {cond.shape} and values {xt.shape} cannot be broadcast together"
+            ) from None
+        return cond.expand(shape)._alu(Ops.WHERE, xt.expand(shape), yt.expand(shape))
+
+    def cast(self, dtype: DType | str) -> Tensor:
+        dt = to_dtype(dtype)
+        return self if dt == self.dtype else self._new(UOp(Ops.CAST, (self.uop,), dt))
+
+    def float(self) -> Tensor:
+        return self.cast(dtypes.float32)
+
+    def half(self) -> Tensor:
+        return self.cast(dtypes.float16)
+
+    def int(self) -> Tensor:
+        return self.cast(dtypes.int32)
+
+    def long(self) -> Tensor:
+        return self.cast(dtypes.int64)
+
+    def bool(self) -> Tensor:
+        return self.cast(dtypes.bool)
+
+    # unary math on the spec's primitives
+    def exp2(self) -> Tensor:
+        return self._float()._alu(Ops.EXP2)
+
+    def log2(self) -> Tensor:
+        return self._float()._alu(Ops.LOG2)
+
+    def sin(self) -> Tensor:
+        return self._float()._alu(Ops.SIN)
+
+    def sqrt(self) -> Tensor:
+        return self._float()._alu(Ops.SQRT)
+
+    def trunc(self) -> Tensor:
+        return self if not self.dtype.is_float else self._alu(Ops.TRUNC)
+
+    def exp(self) -> Tensor:
+        return (self._float() * (1 / math.log(2))).exp2()
+
+    def log(self) -> Tensor:
+        return self.log2() * math.log(2)
+
+    def cos(self) -> Tensor:
+        return (self._float() + math.pi / 2).sin()
+
+    def relu(self) -> Tensor:
+        return self.maximum(0)
+
+    def sigmoid(self) -> Tensor:
+        return (1 + (-self._float()).exp()).reciprocal()
+
+    def abs(self) -> Tensor:
+        return self.maximum(-self) if self.dtype is not dtypes.bool else self
+
+    def square(self) -> Tensor:
+        return self * self
+
+    # ---------------------------------------------------------------- reductions
+    def _axes(self, axis: int | Sequence[int] | None, op: str) -> tuple[int, ...]:
+        if axis is None:
+            return tuple(range(self.ndim))
+        axs = (axis,) if isinstance(axis, int) else tuple(axis)
+        return tuple(sorted({_norm_axis(op, a, self.ndim) for a in axs}))
+
+    def _reduce(self, op: Ops, axis: int | Sequence[int] | None, keepdim: bool, name: str) -> Tensor:
+        axes = self._axes(axis, name)
+        out = self._new(UOp(Ops.REDUCE, (self.uop,), ReduceArg(op, axes))) if axes else self
+        return out if keepdim else out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+
+    def sum(
+        self, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | str | None = None
+    ) -> Tensor:
+        acc = (
+            to_dtype(dtype)
+            if dtype is not None
+            else dtypes.int64
+            if (self.dtype.is_int or self.dtype.is_bool)
+            else self.dtype
+        )
+        return self.cast(acc)._reduce(Ops.ADD, axis, keepdim, "sum")
+
+    def prod(
+        self, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | str | None = None
+    ) -> Tensor:
+        acc = (
+            to_dtype(dtype)
+            if dtype is not None
+            else dtypes.int64
+            if (self.dtype.is_int or self.dtype.is_bool)
+            else self.dtype
+        )
+        return self.cast(acc)._reduce(Ops.MUL, axis, keepdim, "prod")
+
+    def max(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        self._check_nonempty("max", axis)
+        return self._reduce(Ops.MAX, axis, keepdim, "max")
+
+    def min(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        self._check_nonempty("min", axis)
+        if self.dtype is dtypes.bool:
+            return self.logical_not().max(axis, keepdim).logical_not()
+        return -((-self).max(axis, keepdim))
+
+    def _check_nonempty(self, op: str, axis: int | Sequence[int] | None) -> None:
+        if any(self.shape[a] == 0 for a in self._axes(axis, op)):
+            raise RuntimeError(f"{op}: cannot reduce over a zero-size dimension of shape {self.shape}")
+
+    def mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        axes = self._axes(axis, "mean")
+        n = _prod([self.shape[a] for a in axes])
+        s = self._float().sum(axis, keepdim)
+        return s * (1 / n) if n else s * math.nan
+
+    # ---------------------------------------------------------------- matmul (the spec's gemm composition)
+    def dot(self, w: Tensor) -> Tensor:
+        """Matrix product as the spec writes gemm: (A.reshape(M,K,1) * B.reshape(1,K,N)).sum(1), batched."""
+        if self.ndim == 0 or w.ndim == 0:
+            raise RuntimeError(f"matmul: both arguments need at least 1 dimension, got {self.shape} and {w.shape}")
+        x = self.unsqueeze(0) if self.ndim == 1 else self
+        y = w.unsqueeze(-1) if w.ndim == 1 else w
+        if x.shape[-1] != y.shape[-2]:
+            raise RuntimeError(
+                f"matmul: shapes {self.shape} and {w.shape} cannot be multiplied ({x.shape[-1]} != {y.shape[-2]})"
+            )
+        dt = promote_types(x.dtype, y.dtype)
+        out = (x.unsqueeze(-1).cast(dt) * y.unsqueeze(-3).cast(dt)).sum(-2, dtype=dt)
+        if self.ndim == 1:
+            out = out.squeeze(-2)
+        if w.ndim == 1:
+            out = out.squeeze(-1)
+        return out
+
+    matmul = dot
+
+    # ---------------------------------------------------------------- python operators
+    def __add__(self, x: Tensor | ConstType) -> Tensor:
+        return self.add(x)
+
+    def __radd__(self, x: ConstType) -> Tensor:
+        return self.add(x, True)
+
+    def __sub__(self, x: Tensor | ConstType) -> Tensor:
+        return self.sub(x)
+
+    def __rsub__(self, x: ConstType) -> Tensor:
+        return self.sub(x, True)
+
+    def __mul__(self, x: Tensor | ConstType) -> Tensor:
+        return self.mul(x)
+
+    def __rmul__(self, x: ConstType) -> Tensor:
+        return self.mul(x, True)
+
+    def __truediv__(self, x: Tensor | ConstType) -> Tensor:
+        return self.div(x)
+
+    def __rtruediv__(self, x: ConstType) -> Tensor:
+        return self.div(x, True)
+
+    def __floordiv__(self, x: Tensor | ConstType) -> Tensor:
+        return self.floordiv(x)
+
+    def __rfloordiv__(self, x: ConstType) -> Tensor:
+        return self.floordiv(x, True)
+
+    def __mod__(self, x: Tensor | ConstType) -> Tensor:
+        return self.mod(x)
+
+    def __rmod__(self, x: ConstType) -> Tensor:
+        return self.mod(x, True)
+
+    def __neg__(self) -> Tensor:
+        return self.neg()
+
+    def __matmul__(self, x: Tensor) -> Tensor:
+        return self.matmul(x)
+
+    def __and__(self, x: Tensor | ConstType) -> Tensor:
+        return self.bitwise_and(x)
+
+    def __rand__(self, x: ConstType) -> Tensor:
+        return self.bitwise_and(x, True)
+
+    def __or__(self, x: Tensor | ConstType) -> Tensor:
+        return self.bitwise_or(x)
+
+    def __ror__(self, x: ConstType) -> Tensor:
+        return self.bitwise_or(x, True)
+
+    def __xor__(self, x: Tensor | ConstType) -> Tensor:
+        return self.bitwise_xor(x)
+
+    def __rxor__(self, x: ConstType) -> Tensor:
+        return self.bitwise_xor(x, True)
+
+    def __lshift__(self, x: Tensor | ConstType) -> Tensor:
+        return self.lshift(x)
+
+    def __rshift__(self, x: Tensor | ConstType) -> Tensor:
+        return self.rshift(x)
+
+    def __invert__(self) -> Tensor:
+        return self.logical_not() if self.dtype is dtypes.bool else self ^ -1
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(f"bool: the truth value of a tensor with {self.numel()} elements is ambiguous")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
