@@ -18,6 +18,7 @@ from unigrad import config
 from unigrad.dtype import DType
 from unigrad.ir.args import AddrSpace, BufferArg
 from unigrad.ir.ops import Ops
+from unigrad.ir.spec import verify_expanded, verify_kernel, verify_linear, verify_tensor_graph
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.callify import callify
 from unigrad.pipeline.expand import expand
@@ -72,7 +73,10 @@ def _fresh_buffers(sched: UOp, n_args: int) -> dict[UOp, UOp]:
 def kernelize(uops: list[UOp], device: str) -> list[UOp]:
     """Decide the kernels for `uops` without running them; returns the new UOps (views over BUFFERs)."""
     t0 = time.perf_counter()
-    fn = callify(UOp(Ops.SINK, tuple(uops)))
+    sink = UOp(Ops.SINK, tuple(uops))
+    if config.SPEC.value:
+        verify_tensor_graph(sink)
+    fn = callify(sink)
     body, args = fn.src[0], fn.src[1:]
     key = (body, device)
     sched = _schedule_cache.get(key)
@@ -123,8 +127,14 @@ def get_kernel(device: str, ast: UOp) -> CompiledKernel:
     name = ast.arg.name if ast.arg is not None else "kernel"
     if config.DEBUG >= 5:
         print(f"--- kernel {name} ---\n{ast}")
+    if config.SPEC.value:
+        verify_kernel(ast)
     sink = expand(ast)
+    if config.SPEC.value:
+        verify_expanded(sink)
     linear = linearize(sink)
+    if config.SPEC.value:
+        verify_linear(linear)
     if config.DEBUG >= 3:
         rs = [u for u in linear.src if u.op is Ops.RANGE]
         print(f"{name}: ranges " + " ".join(f"r{r.arg.id}:{r.arg.axis_type.value}{r.src[0].render()}" for r in rs))

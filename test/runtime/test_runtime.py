@@ -1,0 +1,130 @@
+"""Devices, the compile cache, DEBUG output and kernelize/realize, on CPU and PYTHON."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from unigrad import Context, Device, Tensor, dtypes
+from unigrad.ir.ops import Ops
+from unigrad.runtime import realize as rt
+from unigrad.runtime.ops_cpu import CCompiler
+
+DEVICES = ["CPU", "PYTHON"]
+
+
+def run_py(code: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **env}, timeout=120
+    )
+
+
+def test_issue_example_prints_11_from_a_generated_kernel():
+    code = "from unigrad import Tensor; print(Tensor([1,2]).dot(Tensor([3,4])).numpy())"
+    plain = run_py(code)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.strip() == "11"
+    dbg = run_py(code, DEBUG="4")
+    assert dbg.returncode == 0, dbg.stderr
+    assert "void r_2(" in dbg.stdout and "for (long long ridx0 = 0; ridx0 < 2ll; ridx0++)" in dbg.stdout
+    assert dbg.stdout.strip().endswith("11")
+
+
+def test_debug_levels():
+    code = "from unigrad import Tensor; (Tensor([1.0,2.0,3.0]) * 2).sum().realize()"
+    out1 = run_py(code, DEBUG="1").stdout
+    assert "kernelize:" in out1 and "scheduled in" in out1 and "ran 1 kernels" in out1
+    out2 = run_py(code, DEBUG="2").stdout
+    assert "GFLOP/s" in out2 and "GB/s" in out2 and "r_3" in out2
+    out3 = run_py(code, DEBUG="3").stdout
+    assert "ranges r0:R3" in out3 and "opts ()" in out3
+    out5 = run_py(code, DEBUG="5").stdout
+    assert "REDUCE" in out5 and "SINK" in out5
+
+
+def test_device_registry():
+    assert Device.DEFAULT == "CPU"
+    for name in DEVICES:
+        dev = Device[name]
+        assert dev.renderer is not None and dev.compiler is not None and dev.allocator is not None
+    with pytest.raises(ValueError, match="unknown device 'TPU'"):
+        Tensor([1], device="TPU")
+
+
+def test_device_env_picks_default():
+    r = run_py("from unigrad import Tensor; t = Tensor([1, 2]) + 1; print(t.device, t.tolist())", DEVICE="PYTHON")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "PYTHON [2, 3]"
+
+
+@pytest.mark.parametrize("src,dst", [("CPU", "PYTHON"), ("PYTHON", "CPU")])
+def test_to_device(src, dst):
+    a = Tensor(np.arange(6, dtype=np.float32).reshape(2, 3), device=src)
+    b = (a * 2).to(dst) + 1
+    assert b.device == dst
+    np.testing.assert_allclose(b.numpy(), np.arange(6).reshape(2, 3) * 2 + 1)
+
+
+def test_compile_cache_on_disk(tmp_path):
+    src = "void k(float* restrict data0) { data0[0] = 1.0f; }"
+    with Context(CACHEDIR=str(tmp_path)):
+        cc = CCompiler()
+        p1 = cc.compile_to_path(src)
+        mtime = p1.stat().st_mtime_ns
+        p2 = cc.compile_to_path(src)
+        assert p1 == p2 and p2.stat().st_mtime_ns == mtime  # second time is a cache hit
+        assert p1.parent == tmp_path / "cpu"
+        assert cc.compile_to_path(src + "\n") != p1  # the key is the source (and flags)
+    with Context(CACHEDIR=str(tmp_path)), pytest.raises(RuntimeError, match="failed to compile"):
+        cc.compile_to_path("this is not C")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_kernelize_example(device):
+    """notes-kernelize.md: a*b+c is one kernel; after out.kernelize(), out+2 loads out's buffer."""
+    a, b, c = (Tensor([v], device=device).realize() for v in (1, 2, 3))
+    out = a * b + c
+    out.kernelize()
+    assert any(u.op is Ops.CALL for u in out.uop.toposort())
+    child = out + 2
+    before = rt.stats.kernels
+    child.realize()
+    assert rt.stats.kernels - before == 2
+    first, second = rt.stats.last_kernels
+    assert any(u.op is Ops.MUL for u in first.toposort())
+    assert not any(u.op is Ops.MUL for u in second.toposort())
+    assert any(u.op is Ops.LOAD for u in second.toposort())
+    assert out.item() == 5 and child.item() == 7
+    before = rt.stats.kernels
+    out.realize()
+    assert rt.stats.kernels == before  # already run
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_realize_one_kernel_for_mul_add(device):
+    a, b, c = (Tensor([v], device=device).realize() for v in (1, 2, 3))
+    before = rt.stats.kernels
+    out = (a * b + c).realize()
+    assert rt.stats.kernels - before == 1
+    assert out.tolist() == [5]
+
+
+def test_schedule_cache_reuses_structure():
+    def prog(x):
+        return ((x + 1) * x).sum(0)
+
+    x1, x2 = Tensor.ones(3, 4).realize(), Tensor.full((3, 4), 2.0).realize()
+    n = len(rt._schedule_cache)
+    np.testing.assert_allclose(prog(x1).numpy(), [6.0] * 4)
+    np.testing.assert_allclose(prog(x2).numpy(), [18.0] * 4)
+    assert len(rt._schedule_cache) == n + 1  # one schedule for both: same graph on other buffers
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bfloat16_and_half_roundtrip(device):
+    x = np.array([1.0, -2.5, 3.140625, 0.0], dtype=np.float32)
+    for dt in (dtypes.bfloat16, dtypes.float16):
+        t = Tensor(x, device=device, dtype=dt)
+        np.testing.assert_allclose((t * 2).float().numpy(), x * 2)
