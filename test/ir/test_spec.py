@@ -38,7 +38,7 @@ def S(*shape: int) -> UOp:
         (lambda: UOp(Ops.AND, (buf(3), buf(3))), ["AND", "int or bool", "float32"]),
         (lambda: UOp(Ops.EXPAND, (buf(2, 3), S(4, 3))), ["EXPAND", "axis 0", "size 1", "found 2"]),
         (lambda: UOp(Ops.EXPAND, (buf(3), S(2, 3))), ["EXPAND", "number of dims", "1", "2"]),
-        (lambda: UOp(Ops.RESHAPE, (buf(2, 3), S(5,))), ["RESHAPE", "element count", "6", "5"]),
+        (lambda: UOp(Ops.RESHAPE, (buf(2, 3), S(5))), ["RESHAPE", "element count", "6", "5"]),
         (lambda: UOp(Ops.BITCAST, (buf(4),), dtypes.int16), ["BITCAST", "itemsize 4", "int16"]),
         (lambda: UOp(Ops.PERMUTE, (buf(2, 3),), (0, 0)), ["PERMUTE", "permutation", "(0, 0)"]),
         (lambda: UOp(Ops.FLIP, (buf(2, 3),), (True,)), ["FLIP", "2 bools"]),
