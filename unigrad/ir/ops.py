@@ -100,6 +100,9 @@ class Ops(Enum):
     def __repr__(self) -> str:
         return f"Ops.{self.name}"
 
+    # identity hash in C: Enum's default hashes the name in Python, and ops are hashed on every node build
+    __hash__ = object.__hash__
+
 
 class GroupOp:
     Source = frozenset({Ops.PARAM, Ops.BUFFER, Ops.BUFFER_VIEW, Ops.CONST, Ops.BINARY})

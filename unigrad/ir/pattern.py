@@ -29,7 +29,7 @@ class UPat:
     used twice must capture the same node. arg: match arg equality. value: match a CONST's value.
     dtype: a DType or set of DTypes. allow_any_len: a src tuple may be a prefix of the sources."""
 
-    __slots__ = ("op", "src", "arg", "value", "name", "dtype", "allow_any_len")
+    __slots__ = ("op", "src", "arg", "value", "name", "dtype", "allow_any_len", "_fn")
 
     def __init__(
         self,
@@ -64,7 +64,7 @@ class UPat:
 
     def named(self, name: str) -> UPat:
         p = UPat.__new__(UPat)
-        for k in UPat.__slots__:
+        for k in UPat.__slots__[:-1]:  # not the compiled matcher: the name changes it
             setattr(p, k, getattr(self, k))
         p.name = name
         return p
@@ -99,43 +99,88 @@ class UPat:
     # ---- matching ----
     def match(self, u: UOp, store: dict[str, UOp]) -> dict[str, UOp] | None:
         """Captures as a new dict if `u` matches (given earlier captures in store), else None."""
-        if self.op is not None and u.op not in self.op:
-            return None
-        if self.arg is not _ANY and u.arg != self.arg:
-            return None
-        if self.value is not _ANY and (u.op is not Ops.CONST or u.arg.value != self.value):
-            return None
-        if self.dtype is not None and u.dtype not in self.dtype:
-            return None
-        if self.name is not None:
-            prev = store.get(self.name)
-            if prev is not None:
-                if prev is not u:
-                    return None
+        st = dict(store)
+        return st if self.matcher(u, st) else None
+
+    @property
+    def matcher(self) -> Callable[[UOp, dict[str, UOp]], bool]:
+        """The pattern compiled to a Python function `m(u, captures) -> bool` (built once, on first use)."""
+        try:
+            return self._fn
+        except AttributeError:
+            self._fn = _compile(self)
+            return self._fn
+
+
+class _Gen:
+    """Generates the source of one matcher function; sub-patterns are inlined, permutations become
+    alternative functions tried on snapshots of the captures."""
+
+    def __init__(self) -> None:
+        self.env: dict[str, Any] = {"Ops": Ops}
+        self.n = 0
+
+    def const(self, obj: Any) -> str:
+        self.n += 1
+        self.env[f"K{self.n}"] = obj
+        return f"K{self.n}"
+
+    def var(self) -> str:
+        self.n += 1
+        return f"v{self.n}"
+
+    def emit(self, p: UPat, v: str, out: list[str], ind: str) -> None:
+        if p.op is not None:
+            if len(p.op) == 1:
+                out.append(f"{ind}if {v}.op is not {self.const(next(iter(p.op)))}: return False")
             else:
-                store = {**store, self.name: u}
-        src = self.src
+                out.append(f"{ind}if {v}.op not in {self.const(p.op)}: return False")
+        if p.arg is not _ANY:
+            out.append(f"{ind}if {v}.arg != {self.const(p.arg)}: return False")
+        if p.value is not _ANY:
+            out.append(f"{ind}if {v}.op is not Ops.CONST or {v}.arg.value != {self.const(p.value)}: return False")
+        if p.dtype is not None:
+            out.append(f"{ind}if {v}.dtype not in {self.const(p.dtype)}: return False")
+        if p.name is not None:
+            prev = self.var()
+            out.append(f"{ind}{prev} = st.get({p.name!r})")
+            out.append(f"{ind}if {prev} is None: st[{p.name!r}] = {v}")
+            out.append(f"{ind}elif {prev} is not {v}: return False")
+        src = p.src
         if src is None:
-            return store
-        if isinstance(src, UPat):
-            for s in u.src:
-                store = src.match(s, store)
-                if store is None:
-                    return None
-            return store
+            return
+        if type(src) is UPat:
+            s = self.var()
+            out.append(f"{ind}for {s} in {v}.src:")
+            out.append(f"{ind}    if not {self.const(src.matcher)}({s}, st): return False")
+            return
         n = len(src)
-        if len(u.src) != n and not (self.allow_any_len and len(u.src) >= n):
-            return None
-        orders = (src,) if isinstance(src, tuple) else itertools.permutations(src)
-        for order in orders:
-            st: dict[str, UOp] | None = store
-            for p, s in zip(order, u.src):
-                st = p.match(s, st)
-                if st is None:
-                    break
-            if st is not None:
-                return st
-        return None
+        cmp = "<" if p.allow_any_len else "!="
+        out.append(f"{ind}if len({v}.src) {cmp} {n}: return False")
+        if type(src) is tuple:
+            for i, sp in enumerate(src):
+                sv = self.var()
+                out.append(f"{ind}{sv} = {v}.src[{i}]")
+                self.emit(sp, sv, out, ind)
+            return
+        alts = [
+            self.const(_compile(UPat(src=tuple(order), allow_any_len=p.allow_any_len)))
+            for order in itertools.permutations(src)
+        ]
+        snap = self.var()
+        for k, alt in enumerate(alts):
+            kw = "if" if k == 0 else "elif"
+            out.append(f"{ind}{kw} {alt}({v}, {snap} := dict(st)): st.update({snap})")
+        out.append(f"{ind}else: return False")
+
+
+def _compile(p: UPat) -> Callable[[UOp, dict[str, UOp]], bool]:
+    g = _Gen()
+    body: list[str] = []
+    g.emit(p, "u", body, "    ")
+    src = "def m(u, st):\n" + "\n".join(body) + "\n    return True\n"
+    exec(compile(src, f"<UPat {p!r}>", "exec"), g.env)  # noqa: S102 - our own generated matcher
+    return g.env["m"]
 
 
 class PatternMatcher:
@@ -144,19 +189,19 @@ class PatternMatcher:
     def __init__(self, rules: list[Rule], name: str = "pm"):
         self.name = name
         self.rules = rules
-        self.pdict: dict[Ops, list[tuple[UPat, Callable[..., UOp | None], bool]]] = {}
+        self.pdict: dict[Ops, list[tuple[Callable[..., bool], Callable[..., UOp | None], bool]]] = {}
         for pat, fn in rules:
             has_ctx = "ctx" in inspect.signature(fn).parameters
             for op in pat.op if pat.op is not None else GroupOp.All:
-                self.pdict.setdefault(op, []).append((pat, fn, has_ctx))
+                self.pdict.setdefault(op, []).append((pat.matcher, fn, has_ctx))
 
     def __add__(self, other: PatternMatcher) -> PatternMatcher:
         return PatternMatcher(self.rules + other.rules, f"{self.name}+{other.name}")
 
     def rewrite(self, u: UOp, ctx: Any = None) -> UOp | None:
-        for pat, fn, has_ctx in self.pdict.get(u.op, ()):
-            caps = pat.match(u, {})
-            if caps is None:
+        for match, fn, has_ctx in self.pdict.get(u.op, ()):
+            caps: dict[str, UOp] = {}
+            if not match(u, caps):
                 continue
             r = fn(ctx=ctx, **caps) if has_ctx else fn(**caps)
             if r is not None and r is not u:

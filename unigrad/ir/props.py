@@ -10,6 +10,7 @@ a CONST has none).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from unigrad.dtype import ConstType, DType, cast_scalar, dtypes
@@ -49,30 +50,34 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
     return tuple(out)
 
 
-# ---------------------------------------------------------------- dtype
+# ---------------------------------------------------------------- dtype: one rule per op, default src[0].dtype
+
+
+def _src0_dtype(u: UOp) -> DType:
+    return u.src[0].dtype
+
+
+def _arg_dtype(u: UOp) -> DType:
+    return u.arg.dtype
+
+
+DTYPE_RULES: dict[Ops, Callable[[UOp], DType]] = {
+    **{op: _arg_dtype for op in (Ops.BUFFER, Ops.PARAM, Ops.CONST, Ops.BUFFER_VIEW)},
+    **{op: (lambda u: u.arg) for op in (Ops.CAST, Ops.BITCAST)},
+    **{op: (lambda u: dtypes.bool) for op in GroupOp.Comparison},
+    **{op: (lambda u: dtypes.void) for op in GroupOp.Codegen | {Ops.STORE, Ops.END, Ops.SINK, Ops.GROUP}},
+    **{op: (lambda u: dtypes.void) for op in (Ops.LINEAR, Ops.TUPLE)},
+    Ops.WHERE: lambda u: u.src[1].dtype,
+    Ops.RANGE: lambda u: dtypes.index,
+    Ops.SPECIAL: lambda u: dtypes.index,
+    Ops.BINARY: lambda u: dtypes.uint8,
+    Ops.STACK: lambda u: u.src[0].dtype if u.src else dtypes.index,
+    Ops.GETTUPLE: lambda u: _tuple_elem(u).dtype,
+}
 
 
 def dtype_of(u: UOp) -> DType:
-    op = u.op
-    if op in (Ops.BUFFER, Ops.PARAM, Ops.CONST, Ops.BUFFER_VIEW):
-        return u.arg.dtype
-    if op in (Ops.CAST, Ops.BITCAST):
-        return u.arg
-    if op in GroupOp.Comparison:
-        return dtypes.bool
-    if op is Ops.WHERE:
-        return u.src[1].dtype
-    if op in (Ops.RANGE, Ops.SPECIAL):
-        return dtypes.index
-    if op is Ops.BINARY:
-        return dtypes.uint8
-    if op is Ops.STACK:
-        return u.src[0].dtype if u.src else dtypes.index
-    if op is Ops.GETTUPLE:
-        return _tuple_elem(u).dtype
-    if op in (Ops.STORE, Ops.END, Ops.SINK, Ops.GROUP, Ops.LINEAR, Ops.TUPLE) or op in GroupOp.Codegen:
-        return dtypes.void
-    return u.src[0].dtype
+    return DTYPE_RULES.get(u.op, _src0_dtype)(u)
 
 
 def _tuple_elem(u: UOp) -> UOp:
@@ -192,110 +197,150 @@ def _reshape_axis(old: Shape, new: Shape, axis: int) -> int | None:
     return None
 
 
-# ---------------------------------------------------------------- min_max
+# ---------------------------------------------------------------- min_max: one rule per op
+
+_RANGES: dict[DType, tuple[ConstType, ConstType]] = {}
 
 
 def dtype_range(dt: DType) -> tuple[ConstType, ConstType]:
-    return dt.min, dt.max
+    r = _RANGES.get(dt)
+    if r is None:
+        r = _RANGES[dt] = (dt.min, dt.max)
+    return r
 
 
 def _fits(dt: DType, lo: ConstType, hi: ConstType) -> tuple[ConstType, ConstType]:
     """Clamp to the dtype's range; ints that may overflow get the whole range (C wraps)."""
-    if dt.is_float:
+    if dt.kind == "f":
         return lo, hi
-    if lo < dt.min or hi > dt.max:
-        return dtype_range(dt)
+    dlo, dhi = dtype_range(dt)
+    if lo < dlo or hi > dhi:
+        return dlo, dhi
     return lo, hi
 
 
 def _mul_range(a: tuple, b: tuple) -> tuple:
+    if isinstance(a[0], int) and isinstance(a[1], int) and isinstance(b[0], int) and isinstance(b[1], int):
+        p = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
+        return min(p), max(p)
     vals = [x * y for x in a for y in b if not (math.isinf(x) or math.isinf(y)) or (x != 0 and y != 0)]
     if len(vals) < 4:  # 0*inf is nan: the product can be anything in float
         return -math.inf, math.inf
     return min(vals), max(vals)
 
 
-def _floordiv(a: Any, b: Any) -> Any:
-    return a // b
+def _mm_cast(u: UOp) -> tuple[ConstType, ConstType]:
+    dt = u.dtype
+    lo, hi = u.src[0].min_max
+    if dt.is_bool:
+        return (bool(lo), bool(hi)) if lo == hi else (False, True)
+    if dt.is_float:
+        return cast_scalar(lo, dt), cast_scalar(hi, dt)
+    if math.isinf(lo) or math.isinf(hi) or isinstance(lo, float) or isinstance(hi, float):
+        return dtype_range(dt)
+    return _fits(dt, int(lo), int(hi))
+
+
+def _mm_where(u: UOp) -> tuple[ConstType, ConstType]:
+    c, b, e = u.src
+    if c.vmin == c.vmax:
+        return b.min_max if c.vmin else e.min_max
+    return min(b.vmin, e.vmin), max(b.vmax, e.vmax)
+
+
+def _mm_cmpne(u: UOp) -> tuple[ConstType, ConstType]:
+    (a, A), (b, B) = u.src[0].min_max, u.src[1].min_max
+    if A < b or B < a:
+        return True, True
+    if a == A == b == B:
+        return False, False
+    return False, True
+
+
+def _mm_bitwise(u: UOp) -> tuple[ConstType, ConstType]:
+    (a, A), (b, B) = u.src[0].min_max, u.src[1].min_max
+    if u.dtype.is_bool:
+        if u.op is Ops.AND:
+            return a and b, A and B
+        if u.op is Ops.OR:
+            return a or b, A or B
+    elif u.op is Ops.AND and a >= 0 and b >= 0:
+        return 0, min(A, B)
+    return dtype_range(u.dtype)
+
+
+def _mm_divmod(u: UOp) -> tuple[ConstType, ConstType]:
+    """Floor IDIV/MOD by a positive divisor (constant or with a positive range)."""
+    (a, A), (b, B) = u.src[0].min_max, u.src[1].min_max
+    if not u.dtype.is_int or not isinstance(b, int) or b <= 0 or isinstance(B, float):
+        return dtype_range(u.dtype)
+    if b == B:
+        if u.op is Ops.IDIV:
+            return a // b, A // b
+        if a >= 0 and A < b:
+            return a, A
+        if A - a < b and a // b == A // b:
+            return a % b, A % b
+        return 0, b - 1
+    if u.op is Ops.IDIV and a >= 0:
+        return a // B, A // b
+    if u.op is Ops.MOD and a >= 0:
+        return 0, min(A, B - 1)
+    return dtype_range(u.dtype)
+
+
+def _src0_mm(u: UOp) -> tuple[ConstType, ConstType]:
+    return u.src[0].min_max
+
+
+def _range_mm(u: UOp) -> tuple[ConstType, ConstType]:
+    return 0, max(0, u.src[0].vmax - 1)
+
+
+def _param_mm(u: UOp) -> tuple[ConstType, ConstType]:
+    return (u.src[1].arg.value, u.src[2].arg.value) if len(u.src) >= 3 else dtype_range(u.dtype)
+
+
+def _pad_mm(u: UOp) -> tuple[ConstType, ConstType]:
+    lo, hi = u.src[0].min_max
+    return min(lo, 0), max(hi, 0)
+
+
+def _stack_mm(u: UOp) -> tuple[ConstType, ConstType]:
+    if not u.src:
+        return 0, 0
+    return min(s.vmin for s in u.src), max(s.vmax for s in u.src)
+
+
+def _dtype_mm(u: UOp) -> tuple[ConstType, ConstType]:
+    return dtype_range(u.dtype) if u.dtype is not dtypes.void else (0, 0)
+
+
+MIN_MAX_RULES: dict[Ops, Callable[[UOp], tuple[ConstType, ConstType]]] = {
+    **{op: _src0_mm for op in GroupOp.Movement - {Ops.BITCAST, Ops.STACK, Ops.INDEX, Ops.PAD}},
+    **{op: _src0_mm for op in GroupOp.Marker | {Ops.INDEX, Ops.AFTER, Ops.LOAD}},
+    Ops.CONST: lambda u: (u.arg.value, u.arg.value),
+    Ops.PARAM: _param_mm,
+    Ops.RANGE: _range_mm,
+    Ops.SPECIAL: _range_mm,
+    Ops.PAD: _pad_mm,
+    Ops.STACK: _stack_mm,
+    Ops.CAST: _mm_cast,
+    Ops.WHERE: _mm_where,
+    Ops.NEG: lambda u: _fits(u.dtype, -u.src[0].vmax, -u.src[0].vmin),
+    Ops.NOT: lambda u: (not u.src[0].vmax, not u.src[0].vmin),
+    Ops.ADD: lambda u: _fits(u.dtype, u.src[0].vmin + u.src[1].vmin, u.src[0].vmax + u.src[1].vmax),
+    Ops.SUB: lambda u: _fits(u.dtype, u.src[0].vmin - u.src[1].vmax, u.src[0].vmax - u.src[1].vmin),
+    Ops.MUL: lambda u: _fits(u.dtype, *_mul_range(u.src[0].min_max, u.src[1].min_max)),
+    Ops.MAX: lambda u: (max(u.src[0].vmin, u.src[1].vmin), max(u.src[0].vmax, u.src[1].vmax)),
+    Ops.CMPLT: lambda u: (u.src[0].vmax < u.src[1].vmin, u.src[0].vmin < u.src[1].vmax),
+    Ops.CMPNE: _mm_cmpne,
+    Ops.AND: _mm_bitwise,
+    Ops.OR: _mm_bitwise,
+    Ops.IDIV: _mm_divmod,
+    Ops.MOD: _mm_divmod,
+}
 
 
 def min_max_of(u: UOp) -> tuple[ConstType, ConstType]:
-    op, dt = u.op, u.dtype
-    if op is Ops.CONST:
-        return u.arg.value, u.arg.value
-    if op is Ops.PARAM:
-        if len(u.src) >= 3:
-            return u.src[1].arg.value, u.src[2].arg.value
-        return dtype_range(dt)
-    if op is Ops.RANGE or op is Ops.SPECIAL:
-        return 0, max(0, u.src[0].vmax - 1)
-    if op is Ops.PAD:
-        lo, hi = u.src[0].min_max
-        return min(lo, 0), max(hi, 0)
-    if op in GroupOp.Movement and op not in (Ops.BITCAST, Ops.STACK, Ops.INDEX):
-        return u.src[0].min_max
-    if op is Ops.STACK:
-        if not u.src:
-            return 0, 0
-        return min(s.vmin for s in u.src), max(s.vmax for s in u.src)
-    if op in (Ops.INDEX, Ops.AFTER, Ops.LOAD) or op in GroupOp.Marker:
-        return u.src[0].min_max
-    if op is Ops.CAST:
-        lo, hi = u.src[0].min_max
-        if dt.is_float or dt.is_bool:
-            return (cast_scalar(lo, dt), cast_scalar(hi, dt)) if not dt.is_bool else (False, True)
-        if math.isinf(lo) or math.isinf(hi) or isinstance(lo, float):
-            return dtype_range(dt)
-        return _fits(dt, int(lo), int(hi))
-    if op in GroupOp.ALU:
-        return _alu_min_max(u)
-    return dtype_range(dt) if dt is not dtypes.void else (0, 0)
-
-
-def _alu_min_max(u: UOp) -> tuple[ConstType, ConstType]:
-    op, dt = u.op, u.dtype
-    srcs = u.src
-    if op is Ops.WHERE:
-        c, b, e = srcs
-        if c.vmin == c.vmax:
-            return b.min_max if c.vmin else e.min_max
-        return min(b.vmin, e.vmin), max(b.vmax, e.vmax)
-    (a, A) = srcs[0].min_max
-    if len(srcs) == 1:
-        if op is Ops.NEG:
-            return _fits(dt, -A, -a)
-        if op is Ops.NOT:
-            return (not A, not a)
-        return dtype_range(dt)
-    (b, B) = srcs[1].min_max
-    if op is Ops.ADD:
-        return _fits(dt, a + b, A + B)
-    if op is Ops.SUB:
-        return _fits(dt, a - B, A - b)
-    if op is Ops.MUL:
-        return _fits(dt, *_mul_range((a, A), (b, B)))
-    if op is Ops.MAX:
-        return max(a, b), max(A, B)
-    if op is Ops.CMPLT:
-        return A < b, a < B
-    if op is Ops.CMPNE:
-        if A < b or B < a:
-            return True, True
-        if a == A == b == B:
-            return False, False
-        return False, True
-    if dt.is_bool and op in (Ops.AND, Ops.OR):
-        return (a and b, A and B) if op is Ops.AND else (a or b, A or B)
-    if dt.is_int and op in (Ops.IDIV, Ops.MOD) and b == B and isinstance(b, int) and b > 0:
-        if op is Ops.IDIV:
-            return _floordiv(a, b), _floordiv(A, b)
-        if a >= 0 and A < b:
-            return a, A
-        if A - a < b and _floordiv(a, b) == _floordiv(A, b):
-            return a % b, A % b
-        return 0, b - 1
-    if dt.is_int and op is Ops.IDIV and b > 0 and a >= 0 and not math.isinf(B):
-        return _floordiv(a, B), _floordiv(A, b)
-    if dt.is_int and op is Ops.AND and a >= 0 and b >= 0:
-        return 0, min(A, B)
-    return dtype_range(dt)
+    return MIN_MAX_RULES.get(u.op, _dtype_mm)(u)

@@ -96,9 +96,38 @@ def combine_terms(terms: list[tuple[UOp, int]]) -> list[tuple[UOp, int]]:
     return [(t, k) for t, k in coef.items() if k != 0]
 
 
+def _term_base(t: UOp) -> UOp:
+    return t.src[0] if t.op is Ops.MUL and t.src[1].op is Ops.CONST else t
+
+
+def sum_is_canonical(u: UOp) -> bool:
+    """True when build_sum would rebuild `u` unchanged: a left-nested chain of distinct terms with at most one
+    nonzero constant, last, and no (x//c)*c + x%c pair. Checked without building any node."""
+    seen: set[UOp] = set()
+    node, first = u, True
+    while node.op is Ops.ADD:
+        r = node.src[1]
+        if r.op is Ops.ADD:
+            return False
+        if r.op is Ops.CONST:
+            if not first or r.arg.value == 0:
+                return False
+        else:
+            base = _term_base(r)
+            if base in seen or (r.op is Ops.MUL and r.src[1].op is Ops.CONST and r.src[1].arg.value in (0, 1)):
+                return False
+            seen.add(base)
+        first = False
+        node = node.src[0]
+    if node.op is Ops.CONST or _term_base(node) in seen:
+        return False
+    seen.add(_term_base(node))
+    return not any(t.op is Ops.MOD and UOp(Ops.IDIV, t.src) in seen for t in seen)
+
+
 def fold_sum(u: UOp) -> UOp | None:
     """Normalize an int sum: like terms combined, constants summed and placed last."""
-    if u.dtype not in INTS:
+    if u.dtype not in INTS or sum_is_canonical(u):
         return None
     terms, const = split_terms(u)
     new = build_sum(u, combine_terms(terms), const)
@@ -137,14 +166,19 @@ def fold_divmod(u: UOp) -> UOp | None:
     q_terms = [(t, k // d) for t, k in terms if k // d != 0]
     r_terms = [(t, k % d) for t, k in terms if k % d != 0]
     q_const, r_const = const // d, const % d
+    # the range of R from its terms (coefficients are in [1, d)), before building anything
+    lo = r_const + sum(k * t.vmin for t, k in r_terms)
+    hi = r_const + sum(k * t.vmax for t, k in r_terms)
+    g = math.gcd(d, r_const, *(k for _, k in r_terms))
+    moved = bool(q_terms) or q_const != 0
+    if lo // d != hi // d and g == 1 and not moved and (u.op is Ops.IDIV or r_const == const):
+        return None  # nothing to fold: x is its own remainder part
     r = build_sum(x, r_terms, r_const)
-    lo, hi = r.min_max
     if lo // d == hi // d:
         k = lo // d
         if u.op is Ops.IDIV:
             return build_sum(x, q_terms, q_const + k)
         return r if k == 0 else build_sum(x, r_terms, r_const - k * d)
-    g = math.gcd(d, r_const, *(k for _, k in r_terms))
     if g > 1:
         r2 = build_sum(x, [(t, k // g) for t, k in r_terms], r_const // g)
         if u.op is Ops.IDIV:
@@ -217,8 +251,8 @@ xb = UPat.var("x", dtype=dtypes.bool)
 
 pm_symbolic = PatternMatcher(
     [
-        (UPat(GroupOp.ALU, name="u"), fold_consts),
-        (UPat(GroupOp.Commutative, src=(UPat(), UPat()), name="u"), swap_const_left),
+        (UPat(GroupOp.ALU, src=UPat(Ops.CONST), name="u"), fold_consts),
+        (UPat(GroupOp.Commutative, src=(UPat(Ops.CONST), UPat()), name="u"), swap_const_left),
         # identities
         (xi + 0, lambda x: x),  # x+0 -> x
         (x_ * 1, lambda x: x),  # x*1 -> x
