@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from unigrad.dtype import DType
+from unigrad.helpers import no_gc
 from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.uop import UOp
 
@@ -222,9 +223,10 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: boo
     bottom_up (default): sources are rewritten first, then the node; a replacement is itself rewritten
     until no rule matches. bottom_up=False: rules are applied to a node (to a fixed point at that node)
     before its sources are rewritten; the rebuilt node is not retried."""
-    if bottom_up:
-        return _rewrite_bottom_up(root, pm, ctx)
-    return _rewrite_top_down(root, pm, ctx)
+    with no_gc():
+        if bottom_up:
+            return _rewrite_bottom_up(root, pm, ctx)
+        return _rewrite_top_down(root, pm, ctx)
 
 
 def _rewrite_bottom_up(root: UOp, pm: PatternMatcher, ctx: Any) -> UOp:

@@ -16,6 +16,7 @@ from typing import Any
 
 from unigrad import config
 from unigrad.dtype import DType
+from unigrad.helpers import no_gc
 from unigrad.ir.args import AddrSpace, BufferArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.spec import verify_expanded, verify_kernel, verify_linear, verify_tensor_graph
@@ -72,6 +73,11 @@ def _fresh_buffers(sched: UOp, n_args: int) -> dict[UOp, UOp]:
 
 def kernelize(uops: list[UOp], device: str) -> list[UOp]:
     """Decide the kernels for `uops` without running them; returns the new UOps (views over BUFFERs)."""
+    with no_gc():
+        return _kernelize(uops, device)
+
+
+def _kernelize(uops: list[UOp], device: str) -> list[UOp]:
     t0 = time.perf_counter()
     sink = UOp(Ops.SINK, tuple(uops))
     if config.SPEC.value:
