@@ -15,8 +15,10 @@ from typing import Final
 ConstType = bool | int | float
 
 
-@dataclass(frozen=True, slots=True, eq=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class DType:
+    """A data type. Interned: each dtype is one object, compared and hashed by identity (fast, in C)."""
+
     name: str
     itemsize: int
     kind: str  # 'b' bool, 'i' signed int, 'u' unsigned int, 'f' float, 'x' index / void
@@ -24,6 +26,9 @@ class DType:
 
     def __repr__(self) -> str:
         return f"dtypes.{self.name}"
+
+    def __reduce__(self) -> tuple:
+        return _interned, (self.name,)
 
     @property
     def is_float(self) -> bool:
@@ -49,6 +54,10 @@ class DType:
     @property
     def max(self) -> ConstType:
         return dtype_max(self)
+
+
+def _interned(name: str) -> DType:
+    return getattr(dtypes, name)
 
 
 def dtype_min(dt: DType) -> ConstType:

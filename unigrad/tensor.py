@@ -123,9 +123,12 @@ class Tensor:
         return f"<Tensor {self.uop.op.name} {self.shape} {self.dtype} on {self.device}>"
 
     def _new(self, u: UOp) -> Tensor:
+        """A tensor on this device for a UOp built from this one (no argument parsing: the hot path)."""
         if config.SPEC.value:
             verify_tensor_op(u)
-        return Tensor(u, device=self.device)
+        t = object.__new__(Tensor)
+        t.uop, t.device, t.requires_grad, t.grad = u, self.device, None, None
+        return t
 
     # ---------------------------------------------------------------- creation
     @staticmethod
@@ -362,11 +365,12 @@ class Tensor:
 
     # ---------------------------------------------------------------- elementwise
     def _const_like(self, x: ConstType, dtype: DType) -> Tensor:
-        return (
-            Tensor(UOp.const(dtype, x), device=self.device).reshape((1,) * self.ndim).expand(self.shape)
-            if self.ndim
-            else Tensor(UOp.const(dtype, x), device=self.device)
-        )
+        """The scalar `x` broadcast to this tensor's shape: EXPAND(RESHAPE(CONST, 1s), shape)."""
+        c = UOp.const(dtype, x)
+        if not self.shape:
+            return self._new(c)
+        ones = UOp(Ops.RESHAPE, (c, UOp.shape_src((1,) * len(self.shape))))
+        return self._new(UOp(Ops.EXPAND, (ones, UOp.shape_src(self.shape))))
 
     def _broadcasted(self, other: Tensor | ConstType, op: str, reverse: bool = False) -> tuple[Tensor, Tensor]:
         if isinstance(other, Tensor):

@@ -7,7 +7,8 @@ tuple of bools, GETTUPLE an int, SPECIAL/CUSTOM/SOURCE a str, BINARY bytes.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import operator
+from dataclasses import dataclass
 from enum import Enum
 
 from unigrad.dtype import ConstType, DType
@@ -40,27 +41,34 @@ class AxisType(Enum):
         return f"AxisType.{self.name}"
 
 
-def _const_key(v: ConstType) -> object:
-    """Equality key of a constant: keeps -0.0 apart from 0.0, makes nan equal to itself, 1 apart from True."""
-    if isinstance(v, float):
-        return ("f", "nan") if math.isnan(v) else ("f", v, math.copysign(1.0, v))
-    return (type(v).__name__, v)
+_NAN = float("nan")
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class ConstArg:
-    value: ConstType
-    dtype: DType
-    key: object = field(init=False, repr=False)
+class ConstArg(tuple):
+    """(value, dtype) of a CONST. A tuple so hashing and equality run in C (every node build hashes its arg).
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "key", (_const_key(self.value), self.dtype))
+    -0.0 and 0.0 compare equal in Python, so a third field keeps them apart; every nan becomes one object,
+    so nan constants dedupe (tuple equality checks identity first)."""
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ConstArg) and self.key == other.key
+    __slots__ = ()
 
-    def __hash__(self) -> int:
-        return hash(self.key)
+    def __new__(cls, value: ConstType, dtype: DType) -> ConstArg:
+        neg_zero = False
+        if isinstance(value, float):
+            if value != value:
+                value = _NAN
+            elif value == 0.0:
+                neg_zero = math.copysign(1.0, value) < 0
+        return tuple.__new__(cls, (value, dtype, neg_zero))
+
+    value = property(operator.itemgetter(0), doc="the Python value (bool, int or float)")
+    dtype = property(operator.itemgetter(1), doc="the DType")
+
+    def __repr__(self) -> str:
+        return f"ConstArg(value={self[0]!r}, dtype={self[1]!r})"
+
+    def __getnewargs__(self) -> tuple:
+        return (self[0], self[1])
 
 
 @dataclass(frozen=True, slots=True)

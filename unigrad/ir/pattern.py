@@ -187,9 +187,12 @@ def _compile(p: UPat) -> Callable[[UOp, dict[str, UOp]], bool]:
 class PatternMatcher:
     """Rules indexed by op. `rewrite(u, ctx)` returns the first rule's replacement, or None."""
 
-    def __init__(self, rules: list[Rule], name: str = "pm"):
+    def __init__(self, rules: list[Rule], name: str = "pm", cache: bool = False):
+        """cache=True remembers each node's fixed point across graph_rewrite calls (for context-free rule
+        sets such as the symbolic simplifier, which sees the same index expressions over and over)."""
         self.name = name
         self.rules = rules
+        self.cache: dict[UOp, UOp] | None = {} if cache else None
         self.pdict: dict[Ops, list[tuple[Callable[..., bool], Callable[..., UOp | None], bool]]] = {}
         for pat, fn in rules:
             has_ctx = "ctx" in inspect.signature(fn).parameters
@@ -215,6 +218,7 @@ class RewriteLoopError(RuntimeError):
 
 
 MAX_REWRITES_PER_NODE = 1000
+CACHE_LIMIT = 200_000
 
 
 def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: bool = True) -> UOp:
@@ -233,10 +237,14 @@ def _rewrite_bottom_up(root: UOp, pm: PatternMatcher, ctx: Any) -> UOp:
     done: dict[UOp, UOp] = {}
     count: dict[UOp, int] = {}
     stack: list[tuple[UOp, int, UOp | None]] = [(root, 0, None)]
+    cache = pm.cache if ctx is None else None
     while stack:
         u, stage, r = stack.pop()
         if stage == 0:
             if u in done:
+                continue
+            if cache is not None and (hit := cache.get(u)) is not None:
+                done[u] = hit
                 continue
             stack.append((u, 1, None))
             stack.extend((s, 0, None) for s in reversed(u.src) if s not in done)
@@ -260,6 +268,10 @@ def _rewrite_bottom_up(root: UOp, pm: PatternMatcher, ctx: Any) -> UOp:
             stack.append((r, 0, None))
         else:
             done[u] = done[r]
+    if cache is not None:
+        if len(cache) > CACHE_LIMIT:  # a bounded memo: strong references, dropped wholesale when it grows
+            cache.clear()
+        cache.update(done)
     return done[root]
 
 

@@ -153,6 +153,20 @@ def fold_mul_const(x: UOp, c: UOp) -> UOp | None:
 # ---------------------------------------------------------------- div / mod
 
 
+def sum_fits(like: UOp, terms: list[tuple[UOp, int]], const: int) -> bool:
+    """True when sum(k*t) + const cannot wrap, so its value is the integer the terms say.
+
+    ADD/MUL on sized ints wrap (int8: 2*64 is -128), which keeps sums right modulo 2**bits but breaks the
+    rules that split a sum as integers: (x*64)//64 -> x and (x*64) < 100 -> x < 2 are wrong for int8 x = 2.
+    index math is Python ints and never wraps."""
+    if like.dtype is dtypes.index:
+        return True
+    lo = hi = const
+    for t, k in terms:
+        lo, hi = lo + min(k * t.vmin, k * t.vmax), hi + max(k * t.vmin, k * t.vmax)
+    return like.dtype.min <= lo and hi <= like.dtype.max
+
+
 def fold_divmod(u: UOp) -> UOp | None:
     """x // d and x % d for a constant d > 0, by splitting x = d*Q + R (exact for floor semantics).
 
@@ -169,6 +183,8 @@ def fold_divmod(u: UOp) -> UOp | None:
     # the range of R from its terms (coefficients are in [1, d)), before building anything
     lo = r_const + sum(k * t.vmin for t, k in r_terms)
     hi = r_const + sum(k * t.vmax for t, k in r_terms)
+    if not (sum_fits(x, terms, const) and sum_fits(x, r_terms, r_const)):
+        return None  # a sized int sum that may wrap is not d*Q + R as integers
     g = math.gcd(d, r_const, *(k for _, k in r_terms))
     moved = bool(q_terms) or q_const != 0
     if lo // d != hi // d and g == 1 and not moved and (u.op is Ops.IDIV or r_const == const):
@@ -192,8 +208,8 @@ def fold_divmod(u: UOp) -> UOp | None:
 
 
 def fold_nested_div(x: UOp, a: UOp, b: UOp) -> UOp | None:
-    """(x//a)//b -> x//(a*b) for a, b > 0."""
-    if a.arg.value > 0 and b.arg.value > 0 and x.dtype in INTS:
+    """(x//a)//b -> x//(a*b) for a, b > 0 (when a*b is a value of the dtype: int8 16*16 would wrap to 0)."""
+    if a.arg.value > 0 and b.arg.value > 0 and x.dtype in INTS and sum_fits(x, [], a.arg.value * b.arg.value):
         return UOp(Ops.IDIV, (x, _c(x, a.arg.value * b.arg.value)))
     return None
 
@@ -220,7 +236,11 @@ def fold_lt_sum(x: UOp, c: UOp) -> UOp | None:
     if x.dtype not in INTS:
         return None
     terms, const = split_terms(x)
+    if not sum_fits(x, terms, const):
+        return None  # x may wrap: x*64 < 100 is not x < 2 in int8
     if const != 0:
+        if not (sum_fits(x, terms, 0) and sum_fits(x, [], c.arg.value - const)):
+            return None
         return UOp(Ops.CMPLT, (build_sum(x, terms, 0), _c(x, c.arg.value - const)))
     g = math.gcd(*(k for _, k in terms)) if terms else 0
     if g > 1 and all(k > 0 for _, k in terms):
@@ -290,6 +310,7 @@ pm_symbolic = PatternMatcher(
         (UPat(Ops.CMPLT, src=(x_, c_)), fold_lt_sum),
     ],
     name="pm_symbolic",
+    cache=True,
 )
 
 

@@ -8,6 +8,7 @@ first use and cached on the node.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -188,6 +189,8 @@ class UOp:
     @staticmethod
     def shape_src(shape: tuple[int | UOp, ...]) -> UOp:
         """The (k,)-shaped index UOp spelling a shape: STACK of index CONSTs / index UOps."""
+        if all(type(s) is int for s in shape):
+            return _int_shape_src(shape)
         return UOp(Ops.STACK, tuple(UOp.index_const(s) if isinstance(s, int) else s for s in shape))
 
     @staticmethod
@@ -306,6 +309,11 @@ class UOp:
     def value(self) -> ConstType:
         """Value of a CONST."""
         return self.arg.value
+
+
+@functools.lru_cache(maxsize=4096)
+def _int_shape_src(shape: tuple[int, ...]) -> UOp:
+    return UOp(Ops.STACK, tuple(UOp.index_const(s) for s in shape))
 
 
 def is_alu(u: UOp) -> bool:

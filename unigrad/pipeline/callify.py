@@ -1,8 +1,8 @@
 """Callify: a tensor graph -> one stateless FUNCTION.
 
 In: SINK of tensor-level UOps over concrete BUFFERs (or AFTER(BUFFER, CALL...) for kernelized but not yet
-run buffers) and bound Variables (unbound in the body). Out: FUNCTION(TUPLE(outputs...), a_0, a_1, ...) whose body refers to
-its inputs only through PARAM(k) placeholders, so structurally equal programs on different buffers
+run buffers) and bound Variables. Out: FUNCTION(TUPLE(outputs...), a_0, a_1, ..., v_0, v_1, ...) whose body refers to its
+buffers a_k only through PARAM(k) placeholders and to each bound Variable v_j by the unbound Variable, so structurally equal programs on different buffers
 share one body (and one cached schedule).
 """
 
@@ -22,6 +22,7 @@ def callify(sink: UOp) -> UOp:
     """SINK(tensor uops) -> FUNCTION(TUPLE(body...), inputs...) with inputs replaced by PARAM(k)."""
     mapping: dict[UOp, UOp] = {}
     args: list[UOp] = []
+    bound: list[UOp] = []
     for u in sink.toposort(gate=lambda x: not is_buffer_input(x)):
         if is_buffer_input(u):
             buf = u if u.op is Ops.BUFFER else u.src[0]
@@ -33,4 +34,4 @@ def callify(sink: UOp) -> UOp:
                 src=u.src[:3]
             )  # bound Variable: the body sees it unbound; the runtime passes its value
     body = sink.substitute(mapping) if mapping else sink
-    return UOp(Ops.FUNCTION, (UOp(Ops.TUPLE, body.src),) + tuple(args))
+    return UOp(Ops.FUNCTION, (UOp(Ops.TUPLE, body.src), *args, *sorted(bound, key=lambda v: v.arg.name)))

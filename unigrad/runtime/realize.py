@@ -30,6 +30,7 @@ from unigrad.runtime import Buffer, Device
 _buffer_ids = itertools.count()
 buffers: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
 _executed: weakref.WeakSet[UOp] = weakref.WeakSet()
+SCHEDULE_CACHE_SIZE = 1024
 _schedule_cache: dict[tuple[UOp, str], UOp] = {}
 _program_cache: dict[tuple[str, UOp], CompiledKernel] = {}
 
@@ -62,41 +63,54 @@ def _is_ast(u: UOp) -> bool:
     return u.op is Ops.SINK or (u.op is Ops.LOAD and u.arg is not None and u.arg.device is not None)
 
 
-def _fresh_buffers(sched: UOp, n_args: int) -> dict[UOp, UOp]:
-    out = {}
-    for u in sched.toposort(gate=lambda x: not _is_ast(x)):
-        if u.op is Ops.PARAM and u.arg.name is None and u.arg.slot >= n_args and u not in out:
-            size = u.shape[0]
-            out[u] = new_buffer(size, u.arg.dtype, u.arg.device)
-    return out
+@dataclass(frozen=True)
+class CachedSchedule:
+    """A rangeified FUNCTION body and its placeholders: PARAMs for the caller's buffers (by slot) and
+    PARAMs for the buffers each run allocates. Cached by (callified body, device)."""
+
+    body: UOp
+    inputs: tuple[UOp, ...]
+    fresh: tuple[UOp, ...]
+
+
+def _schedule(body: UOp, args: tuple[UOp, ...], device: str) -> CachedSchedule:
+    key = (body, device)
+    cs = _schedule_cache.get(key)
+    if cs is None:
+        if len(_schedule_cache) >= SCHEDULE_CACHE_SIZE:  # drop the oldest entry: graphs stay collectable
+            del _schedule_cache[next(iter(_schedule_cache))]
+        sched = rangeify(UOp(Ops.FUNCTION, (body, *args)), device).src[0]
+        params = [u for u in sched.toposort(gate=lambda x: not _is_ast(x)) if u.op is Ops.PARAM and u.arg.name is None]
+        n_in = sum(1 for a in args if a.op is not Ops.PARAM)
+        inputs = tuple(sorted((p for p in params if p.arg.slot < n_in), key=lambda p: p.arg.slot))
+        fresh = tuple(p for p in params if p.arg.slot >= n_in)
+        cs = _schedule_cache[key] = CachedSchedule(sched, inputs, fresh)
+    return cs
 
 
 def kernelize(uops: list[UOp], device: str) -> list[UOp]:
     """Decide the kernels for `uops` without running them; returns the new UOps (views over BUFFERs)."""
     with no_gc():
-        return _kernelize(uops, device)
+        return _kernelize(uops, device)[0]
 
 
-def _kernelize(uops: list[UOp], device: str) -> list[UOp]:
+def _kernelize(uops: list[UOp], device: str) -> tuple[list[UOp], dict[str, int]]:
+    """kernelize, also returning the values of the bound Variables (the FUNCTION's trailing args)."""
     t0 = time.perf_counter()
     sink = UOp(Ops.SINK, tuple(uops))
     if config.SPEC.value:
         verify_tensor_graph(sink)
     fn = callify(sink)
     body, args = fn.src[0], fn.src[1:]
-    key = (body, device)
-    sched = _schedule_cache.get(key)
-    if sched is None:
-        sched = _schedule_cache[key] = rangeify(UOp(Ops.FUNCTION, (body, *args)), device).src[0]
-    mapping: dict[UOp, UOp] = {}
-    for u in sched.toposort(gate=lambda x: not _is_ast(x)):
-        if u.op is Ops.PARAM and u.arg.name is None and u.arg.slot < len(args):
-            mapping[u] = args[u.arg.slot]
-    mapping.update(_fresh_buffers(sched, len(args)))
-    out = sched.substitute(mapping, walk=lambda x: not _is_ast(x))
+    cs = _schedule(body, args, device)
+    mapping = {p: args[p.arg.slot] for p in cs.inputs}
+    for p in cs.fresh:
+        mapping[p] = new_buffer(p.shape[0], p.arg.dtype, p.arg.device)
+    out = cs.body.substitute(mapping, walk=lambda x: not _is_ast(x))
+    var_vals = {a.arg.name: a.src[3].arg.value for a in args if a.op is Ops.PARAM}
     if config.DEBUG >= 1:
         print(f"kernelize: {len(uops)} outputs scheduled in {(time.perf_counter() - t0) * 1e3:.2f} ms")
-    return list(out.src)
+    return list(out.src), var_vals
 
 
 @dataclass
@@ -176,31 +190,30 @@ def run_call(call: UOp, var_vals: dict[str, int]) -> None:
         print(f"  {ck.name:<30} {dt * 1e6:9.1f} us  {ck.flops / dt / 1e9:8.2f} GFLOP/s  {ck.mem / dt / 1e9:8.2f} GB/s")
 
 
-def bound_vars(uops: list[UOp]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for u in UOp(Ops.TUPLE, tuple(uops)).toposort(gate=lambda x: not _is_ast(x)):
-        if u.op is Ops.PARAM and u.arg.name is not None and len(u.src) == 4:
-            out[u.arg.name] = u.src[3].arg.value
-    return out
-
-
 def run_pending(uops: list[UOp], var_vals: dict[str, int]) -> list[UOp]:
     """Run every CALL under `uops` not yet run, sources first; return the uops with AFTERs stripped."""
-    sink = UOp(Ops.TUPLE, tuple(uops))
     stats.last_kernels = []
-    strip: dict[UOp, UOp] = {}
-    for u in sink.toposort(gate=lambda x: not _is_ast(x)):
+    memo: dict[UOp, UOp] = {}
+    root = UOp(Ops.TUPLE, tuple(uops))
+    for u in root.toposort(gate=lambda x: not _is_ast(x)):
+        if _is_ast(u):
+            memo[u] = u
+            continue
         if u.op is Ops.CALL and u not in _executed:
             run_call(u, var_vals)
             _executed.add(u)
         if u.op is Ops.AFTER and u.src[0].op is Ops.BUFFER:
-            strip[u] = u.src[0]
+            memo[u] = u.src[0]
+            continue
+        new_src = tuple(memo[s] for s in u.src)
+        memo[u] = u if new_src == u.src else u.replace(src=new_src)
     if config.DEBUG >= 1:
         print(f"realize: ran {len(stats.last_kernels)} kernels")
-    return list(sink.substitute(strip, walk=lambda x: not _is_ast(x)).src) if strip else list(uops)
+    return list(memo[root].src)
 
 
 def realize(uops: list[UOp], device: str) -> list[UOp]:
     """Kernelize and run; returns UOps that are views of concrete, filled BUFFERs."""
-    var_vals = bound_vars(uops)
-    return run_pending(kernelize(uops, device), var_vals)
+    with no_gc():
+        kernelized, var_vals = _kernelize(uops, device)
+        return run_pending(kernelized, var_vals)
