@@ -3,7 +3,9 @@ through ctypes. Binaries are cached on disk under CACHEDIR, keyed by source and 
 
 from __future__ import annotations
 
+import atexit
 import ctypes
+import functools
 import hashlib
 import os
 import pathlib
@@ -46,6 +48,14 @@ def _find_cc() -> str:
     return "clang" if shutil.which("clang") else "cc"
 
 
+@functools.cache
+def _scratch_dir() -> pathlib.Path:
+    """One temporary directory per process for binaries when the disk cache is off; removed at exit."""
+    d = pathlib.Path(tempfile.mkdtemp(prefix="unigrad-nocache-"))
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
+    return d
+
+
 class CCompiler(Compiler):
     flags = ("-O2", "-march=native", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno")
 
@@ -61,7 +71,7 @@ class CCompiler(Compiler):
     def compile_to_path(self, src: str) -> pathlib.Path:
         """Path of the shared object for `src`, compiling only on a cache miss."""
         if config.DISABLE_COMPILER_CACHE.value:
-            cache = pathlib.Path(tempfile.mkdtemp(prefix="unigrad-"))
+            cache = _scratch_dir()
         else:
             cache = pathlib.Path(config.CACHEDIR.value) / "cpu"
         out = cache / f"{self.key(src)}.so"

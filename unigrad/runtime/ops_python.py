@@ -5,12 +5,14 @@ checked against. Memory is a Python list per buffer."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from unigrad.dtype import DType, dtypes
-from unigrad.ir.alu import exec_alu, normalize
+from unigrad.ir.alu import ALU_PY, exec_alu, normalize
 from unigrad.ir.args import AddrSpace
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
@@ -39,64 +41,89 @@ class PythonCompiler(Compiler):
         return src.encode()
 
 
+def _alu(op: Ops, dtype: DType) -> Callable[..., Any]:
+    """The op on Python scalars: exec_alu, or the bare Python function where the dtype needs no rounding."""
+    if dtype is dtypes.index and op in ALU_PY and op not in (Ops.IDIV, Ops.MOD):
+        return ALU_PY[op]
+    return functools.partial(exec_alu, op, dtype)
+
+
 class PythonProgram:
-    """Runs a LINEAR: RANGE starts a loop, END jumps back while the counter is below the bound."""
+    """Runs a LINEAR: RANGE starts a loop, END jumps back while the counter is below the bound.
+
+    The LINEAR is decoded once into (kind, dst, srcs, extra) tuples over a register list, so a run does no
+    dictionary lookups per instruction."""
 
     def __init__(self, name: str, linear: UOp, sig: KernelSignature):
-        self.name, self.uops, self.sig = name, linear.src, sig
-        self.jump: dict[int, int] = {}
-        pos = {u: i for i, u in enumerate(self.uops)}
-        for i, u in enumerate(self.uops):
-            if u.op is Ops.END:
-                self.jump[i] = pos[u.src[1]]
-                self.jump[pos[u.src[1]]] = i
+        self.name, self.sig = name, sig
+        uops = linear.src
+        reg = {u: i for i, u in enumerate(uops)}
+        self.code: list[tuple[Any, ...]] = []
+        for i, u in enumerate(uops):
+            srcs = tuple(reg[s] for s in u.src if s in reg)
+            op = u.op
+            if op is Ops.RANGE:
+                end = next(j for j in range(i + 1, len(uops)) if uops[j].op is Ops.END and uops[j].src[1] is u)
+                self.code.append(("range", i, srcs, end))
+            elif op is Ops.END:
+                self.code.append(("end", reg[u.src[1]], (reg[u.src[1].src[0]],), reg[u.src[1]]))
+            elif op is Ops.CONST:
+                self.code.append(("const", i, (), u.arg.value))
+            elif op is Ops.PARAM:
+                if u.arg.name is not None:
+                    self.code.append(("var", i, (), u.arg.name))
+                elif u.arg.addrspace is AddrSpace.REG:
+                    self.code.append(("reg", i, (), normalize(0, u.dtype)))
+                else:
+                    self.code.append(("buf", i, (), u.arg.slot))
+            elif op in (Ops.AFTER, Ops.INDEX, Ops.LOAD, Ops.STORE):
+                self.code.append((op.name.lower(), i, srcs, None))
+            elif op in (Ops.STACK, Ops.SINK):
+                self.code.append(("nop", i, (), None))
+            else:
+                self.code.append(("alu", i, srcs, _alu(op, u.arg if op is Ops.BITCAST else u.dtype)))
 
     def __call__(self, bufs: list[Any], var_vals: dict[str, int]) -> None:
         mem = {slot: b.handle for (slot, _), b in zip(self.sig.buffers, bufs)}
-        uops, jump = self.uops, self.jump
-        v: dict[UOp, Any] = {}
-        pc, n = 0, len(uops)
+        code = self.code
+        r: list[Any] = [None] * len(code)
+        pc, n = 0, len(code)
         while pc < n:
-            u = uops[pc]
-            op = u.op
-            if op is Ops.RANGE:
-                v[u] = 0
-                if v[u.src[0]] <= 0:
-                    pc = jump[pc] + 1
-                    continue
-            elif op is Ops.END:
-                r = u.src[1]
-                v[r] += 1
-                if v[r] < v[r.src[0]]:
-                    pc = jump[pc] + 1
-                    continue
-            elif op is Ops.CONST:
-                v[u] = u.arg.value
-            elif op is Ops.PARAM:
-                if u.arg.name is not None:
-                    v[u] = var_vals[u.arg.name]
-                elif u.arg.addrspace is AddrSpace.REG:
-                    v[u] = [normalize(0, u.dtype)]
+            kind, d, s, x = code[pc]
+            if kind == "alu":
+                r[d] = x(*[r[i] for i in s])
+            elif kind == "index":
+                r[d] = (r[s[0]], r[s[1]])
+            elif kind == "load":
+                if len(s) == 3 and not r[s[2]]:
+                    r[d] = r[s[1]]
                 else:
-                    v[u] = mem[u.arg.slot]
-            elif op is Ops.AFTER:
-                v[u] = v[u.src[0]]
-            elif op is Ops.INDEX:
-                v[u] = (v[u.src[0]], v[u.src[1]])
-            elif op is Ops.LOAD:
-                if len(u.src) == 3 and not v[u.src[2]]:
-                    v[u] = v[u.src[1]]
-                else:
-                    lst, i = v[u.src[0]]
-                    v[u] = lst[i]
-            elif op is Ops.STORE:
-                if len(u.src) < 3 or v[u.src[2]]:
-                    lst, i = v[u.src[0]]
-                    lst[i] = v[u.src[1]]
-            elif op in (Ops.STACK, Ops.SINK):
-                pass
-            else:
-                v[u] = exec_alu(op, u.dtype if op is not Ops.BITCAST else u.arg, *(v[s] for s in u.src))
+                    lst, i = r[s[0]]
+                    r[d] = lst[i]
+            elif kind == "store":
+                if len(s) < 3 or r[s[2]]:
+                    lst, i = r[s[0]]
+                    lst[i] = r[s[1]]
+            elif kind == "end":
+                r[d] += 1
+                if r[d] < r[s[0]]:
+                    pc = x + 1
+                    continue
+            elif kind == "range":
+                r[d] = 0
+                if r[s[0]] <= 0:
+                    pc = x + 1
+                    continue
+            elif kind == "after":
+                r[d] = r[s[0]]
+            elif kind == "const":
+                r[d] = x
+            elif kind == "buf":
+                r[d] = mem[x]
+            elif kind == "reg":
+                r[d] = [x]
+            elif kind == "var":
+                r[d] = var_vals[x]
             pc += 1
 
 
