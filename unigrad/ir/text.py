@@ -41,7 +41,10 @@ def _fmt_arg(u: UOp) -> str:
     if isinstance(a, ConstArg):
         return repr(a.value)
     if isinstance(a, ParamArg):
-        return a.name if a.name is not None else f"slot={a.slot} {a.device or ''}".rstrip()
+        if a.name is not None:
+            return a.name
+        space = a.addrspace.name if a.addrspace is not None else ""
+        return f"slot={a.slot} {space} {a.device or ''}".rstrip()
     if isinstance(a, RangeArg):
         return f"r{a.id} {a.axis_type.value}"
     return repr(a)
@@ -59,7 +62,8 @@ def uop_repr(root: UOp) -> str:
             meta = f"{u.dtype.name} {u.shape}" if u.dtype is not dtypes.void else ""
         except Exception as e:  # a malformed node still prints
             meta = f"<{type(e).__name__}>"
-        lines.append(f"{names[u]} = {u.op.name}({src}){' ' + arg if arg else ''} : {meta}".rstrip(" :"))
+        call = f"{u.op.name}({src})" if u.src else u.op.name
+        lines.append(f"{names[u]} = {call}{' ' + arg if arg else ''} : {meta}".rstrip(" :"))
     if len(nodes) > MAX_LINES:
         lines.insert(0, f"... {len(nodes) - MAX_LINES} earlier nodes")
     return "\n".join(lines) if len(lines) > 1 else f"UOp({lines[0]})"

@@ -13,8 +13,9 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from unigrad.dtype import ConstType, DType, cast_scalar, dtypes
+from unigrad.dtype import ConstType, DType, dtypes
 from unigrad.ir import props
+from unigrad.ir.alu import normalize
 from unigrad.ir.args import AddrSpace, AxisType, ConstArg, ParamArg, RangeArg
 from unigrad.ir.ops import GroupOp, Ops
 
@@ -180,7 +181,7 @@ class UOp:
     # ---- constructors ----
     @staticmethod
     def const(dtype: DType, value: ConstType) -> UOp:
-        return UOp(Ops.CONST, (), ConstArg(cast_scalar(value, dtype), dtype))
+        return UOp(Ops.CONST, (), ConstArg(normalize(value, dtype), dtype))
 
     @staticmethod
     def index_const(value: int) -> UOp:

@@ -49,8 +49,8 @@ class CStyleLanguage:
                 return "NAN"
             if math.isinf(v):
                 return "INFINITY" if v > 0 else "(-INFINITY)"
-            suffix = "f" if dt is dtypes.float32 else ""
-            text = f"{float(v).hex()}{suffix}" if dt is not dtypes.float64 else repr(float(v))
+            # repr of a value exactly representable in dt round-trips through C's parser (shortest, readable)
+            text = repr(float(v)) + ("f" if dt is dtypes.float32 else "")
             return text if dt in (dtypes.float32, dtypes.float64) else f"(({self.ctype(dt)}){text})"
         if dt.is_unsigned:
             return f"{v}u" if dt.itemsize <= 4 else f"{v}ull"

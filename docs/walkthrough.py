@@ -1,0 +1,190 @@
+"""A walkthrough of unigrad's pipeline: one small program followed from the Tensor API to a C kernel.
+
+    a = Tensor([[1., 2., 3.], [4., 5., 6.]])
+    out = (a * 2).sum(axis=1) + 1          # [13., 31.]
+
+Every stage takes UOps and returns UOps: the same node type carries the program from the tensor graph
+down to the list of instructions the C renderer prints. Run it with `python docs/walkthrough.py`.
+
+`out.numpy()` does all of this for you (and caches each step); here each stage is called by hand so you
+can see what it produces. Stages of the spec not shown here (Optimize, Instruction Selection, Memory
+Plan) change nothing for a kernel this small.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from unigrad import Tensor
+from unigrad.ir.ops import Ops
+from unigrad.ir.symbolic import simplify
+from unigrad.ir.uop import UOp
+from unigrad.pipeline.callify import callify
+from unigrad.pipeline.expand import expand
+from unigrad.pipeline.linearize import linearize
+from unigrad.pipeline.rangeify import flatten_index, rangeify, unflatten_index
+from unigrad.runtime import Buffer, Device
+from unigrad.runtime import realize as rt
+
+DEVICE = "CPU"  # the device that compiles generated C
+
+
+def stage(title: str, text: str) -> None:
+    """Print a stage heading, a short explanation and (after it) the graph."""
+    print(f"\n{'=' * 100}\n{title}\n{'=' * 100}")
+    print(text.strip() + "\n")
+
+
+# ------------------------------------------------------------------------------------------------ 0
+# The program. Tensors are lazy: these lines only build a graph of UOps; nothing is computed yet.
+a_np = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=np.float32)
+a = Tensor(a_np, device=DEVICE)
+out = (a * 2).sum(axis=1) + 1
+
+stage(
+    "0. The tensor graph (Tensor API -> UOps)",
+    """
+Each line is one UOp: `%id = OP(sources) arg : dtype shape`. The data was copied into a BUFFER (6 floats);
+RESHAPE gives it the shape (2, 3). The scalars 2 and 1 are CONSTs made the right shape by RESHAPE + EXPAND
+(broadcasting is explicit in the graph). REDUCE sums axis 1 keeping it as size 1, the RESHAPE drops it.
+Shapes are UOps too: STACK of index CONSTs.
+""",
+)
+print(out.uop)
+
+# ------------------------------------------------------------------------------------------------ 1
+# Callify: the whole tensor graph becomes one stateless FUNCTION. Concrete buffers are pulled out as the
+# FUNCTION's arguments and replaced in the body by PARAM(slot) placeholders.
+fn = callify(UOp(Ops.SINK, (out.uop,)))
+
+stage(
+    "1. Callify: tensor graph -> FUNCTION(TUPLE(outputs), inputs...)",
+    """
+The BUFFER became `PARAM slot=0` inside the body; the real BUFFER is the FUNCTION's second source.
+Because the body no longer mentions any particular buffer, the same program run on other data has the
+same body, the very same object (UOps are hash-consed), so its schedule is cached once for both.
+""",
+)
+print(fn)
+
+b = Tensor(a_np + 10, device=DEVICE)  # other data, same program
+same_body = callify(UOp(Ops.SINK, (((b * 2).sum(axis=1) + 1).uop,))).src[0] is fn.src[0]
+print(f"\nsame program on another buffer has the identical body: {same_body}")
+assert same_body
+
+# ------------------------------------------------------------------------------------------------ 2
+# Rangeify: decide which values are materialized in buffers (the kernel split), and rewrite each kernel
+# so every movement op (RESHAPE, EXPAND, PERMUTE, PAD, ...) becomes integer index math on RANGE loops.
+sched = rangeify(fn, DEVICE)
+calls = [u for u in sched.toposort() if u.op is Ops.CALL]
+
+stage(
+    "2. Rangeify: kernel split, movement ops -> index math on RANGEs",
+    f"""
+The output is now RESHAPE(AFTER(PARAM out, CALL(kernel, out, in))): a view of a new buffer that is
+valid after the CALL runs. Here there is {len(calls)} kernel: the REDUCE fuses into the `+ 1` that uses
+it (a REDUCE gets its own kernel only when its result is broadcast back). The kernel's AST is the SINK
+inside the CALL (the listing walks into the CALL, so the kernel's nodes come first): RANGE r0 (L, a loop
+over the 2 rows) and r1 (R, a reduce loop over the 3 columns), INDEX into flat buffers, and
+REDUCE(value, r1). No RESHAPE or EXPAND is left inside the kernel.
+PARAM slots are numbered per scope: in the FUNCTION, slot 0 is the input `a` and slot 1 the new output
+buffer; inside the kernel, slot 0 is the output and slot 1 the input (the CALL's sources bind them).
+""",
+)
+print(sched)
+
+kernel = calls[0].src[0]
+name = kernel.arg.name
+print(f"\nkernel {name!r}: where it reads and writes (rendered index expressions)")
+for u in kernel.toposort():
+    if u.op is Ops.INDEX:
+        print(f"  {u.src[0].render()}[{u.src[1].render()}]")
+
+# Where those index expressions come from: reading `a` (2, 3) at (r0, r1) through RESHAPE of the flat
+# (6,) buffer flattens the multi-index, then unflattens it into the buffer's shape. The symbolic
+# simplifier knows r0 < 2 and r1 < 3 (every UOp has a min/max), so the // and % disappear.
+r0, r1 = UOp.range(2, 0), UOp.range(3, 1)
+raw = unflatten_index(flatten_index((r0, r1), (2, 3)), (6,))[0]
+print(f"\nindex of a[r0, r1] in its flat buffer: {raw.render()}  ->  simplified: {simplify(raw).render()}")
+
+# ------------------------------------------------------------------------------------------------ 3
+# Expand: a REDUCE becomes a register accumulator. (With the optimizer, UPCAST/UNROLL ranges become
+# vector shapes here too.)
+expanded = expand(kernel)
+
+stage(
+    "3. Expand: REDUCE -> accumulator in a register",
+    """
+The REDUCE is gone. A register `PARAM slot=0` (no device: REG address space, shape (1,)) is reset to 0.0 once
+per row (STORE after r0), updated inside the r1 loop (STORE of LOAD(acc) + value), the r1 loop is closed
+by END, and the result is LOADed after it. AFTER nodes order the accesses to the register.
+""",
+)
+print(expanded)
+
+# ------------------------------------------------------------------------------------------------ 4
+# Linearize: the graph becomes LINEAR, one list of instructions in execution order with properly nested
+# loops. Each node lands in the innermost loop it depends on, so loop-invariant work is hoisted.
+linear = linearize(expanded)
+
+stage(
+    "4. Linearize: graph -> LINEAR (an ordered instruction list)",
+    """
+Read the LINEAR sources top to bottom as a program: constants and PARAMs first, then RANGE r0 opens the
+row loop, RANGE r1 the reduce loop, each END closes one. `r0*3` sits between the two RANGEs: it does not
+depend on r1, so it is computed once per row, not once per element.
+""",
+)
+print(linear)
+
+# ------------------------------------------------------------------------------------------------ 5
+# Render: LINEAR -> C source. One line of C per instruction; RANGE/END become for-loops.
+src, sig = Device[DEVICE].renderer.render(name, linear)
+
+stage(
+    "5. Render: LINEAR -> C source",
+    f"""
+data0 is the kernel's PARAM 0 (the output), data1 its PARAM 1 (the input); acc0 is the register.
+Float constants are printed as exact hex literals (0x1.0000000000000p+1f is 2.0f). The source also starts
+with a small prelude of helpers (floor division, bfloat16), omitted here. The runtime calls it by:
+  {sig}
+""",
+)
+start = src.find(f"void {name}(")
+print(src[start:] if start >= 0 else src)
+
+# ------------------------------------------------------------------------------------------------ 6
+# Run: compile the C, bind the kernel's PARAMs to buffers, call it. Kernel PARAM k is the CALL's source
+# k+1; a PARAM slot below the FUNCTION's argument count is one of its inputs, the others are new buffers.
+dev = Device[DEVICE]
+_, program = dev.build(name, src, sig, linear)
+call = calls[0]
+fn_args = fn.src[1:]
+bufs = []
+for p in call.src[1:]:
+    if p.arg.slot < len(fn_args):
+        bufs.append(rt.buffer_of(fn_args[p.arg.slot]))
+    else:
+        bufs.append(Buffer(DEVICE, p.shape[0], p.arg.dtype))
+for buf in bufs:
+    buf.ensure_allocated()
+program(bufs, {})
+by_hand = bufs[0].numpy().reshape(out.shape)
+
+# The same through the runtime: realize() = kernelize (callify + rangeify, cached by the FUNCTION body)
+# + for each CALL: get_kernel (expand -> linearize -> render -> compile, cached by the kernel AST) + run.
+result = out.numpy()
+expected = (a_np * 2).sum(axis=1) + 1
+
+stage(
+    "6. Run: compile, bind buffers, call",
+    f"""
+The compiled kernel, called by hand on the input buffer and a new output buffer: {by_hand}
+out.numpy() through the runtime (the same stages, cached):                {result}
+numpy reference (a * 2).sum(axis=1) + 1:                                  {expected}
+""",
+)
+assert np.allclose(by_hand, expected), (by_hand, expected)
+assert np.allclose(result, expected), (result, expected)
+assert rt.get_kernel(DEVICE, kernel).name == name  # the runtime compiled (and cached) this very kernel
+print("both agree with numpy. Run any program with DEBUG=4 to see its kernels' C source, DEBUG=5 for the graphs.")
