@@ -20,6 +20,9 @@ from unigrad.ir.args import AddrSpace, AxisType, ConstArg, ParamArg, RangeArg
 from unigrad.ir.ops import GroupOp, Ops
 
 _cache: dict[tuple, weakref.ReferenceType[UOp]] = {}
+_cache_get = _cache.get  # bound once: node construction is the hottest path in the library
+_object_new = object.__new__
+_weakref = weakref.ref
 
 Dim = int  # a shape dimension is an int or an index UOp; annotated `int | UOp`
 
@@ -33,12 +36,15 @@ class UOp:
 
     def __new__(cls, op: Ops, src: tuple[UOp, ...] = (), arg: Any = None, tag: Any = None) -> UOp:
         key = (op, src, arg, tag)
-        ref = _cache.get(key)
+        ref = _cache_get(key)
         if ref is not None and (hit := ref()) is not None:
             return hit
-        self = object.__new__(cls)
-        self.op, self.src, self.arg, self.tag = op, src, arg, tag
-        _cache[key] = weakref.ref(self)
+        self = _object_new(cls)
+        self.op = op
+        self.src = src
+        self.arg = arg
+        self.tag = tag
+        _cache[key] = _weakref(self)
         return self
 
     def __del__(self) -> None:

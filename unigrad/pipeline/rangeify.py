@@ -17,9 +17,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from unigrad.dtype import DType, dtypes
-from unigrad.ir.args import AddrSpace, KernelInfo, LoadArg, ParamArg, ReduceArg
+from unigrad.ir.args import AddrSpace, AxisType, KernelInfo, LoadArg, ParamArg, ReduceArg
 from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.pattern import PatternMatcher, UPat, graph_rewrite
+from unigrad.ir.props import prod
 from unigrad.ir.symbolic import pm_symbolic, simplify_given_valid
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.expand import identity_element
@@ -31,10 +32,8 @@ TRUE = UOp.const(dtypes.bool, True)
 class RangeifyCtx:
     next_range: int = 0
 
-    def new_range(self, bound: int | UOp, axis_type=None) -> UOp:
-        from unigrad.ir.args import AxisType
-
-        r = UOp.range(bound, self.next_range, axis_type or AxisType.LOOP)
+    def new_range(self, bound: int | UOp, axis_type: AxisType = AxisType.LOOP) -> UOp:
+        r = UOp.range(bound, self.next_range, axis_type)
         self.next_range += 1
         return r
 
@@ -57,11 +56,9 @@ def flatten_index(idxs: tuple[UOp, ...], shape: tuple) -> UOp:
 def unflatten_index(flat: UOp, shape: tuple) -> list[UOp]:
     """Multi-index of a row-major offset into `shape`."""
     out: list[UOp] = []
-    stride: int | UOp = 1
-    for s in reversed(shape):
-        out.append((flat // _iu(stride)) % _iu(s))
-        stride = stride * s if isinstance(stride, int) or not isinstance(s, int) else s * stride
-    return out[::-1]
+    for k, s in enumerate(shape):
+        out.append((flat // _iu(prod(shape[k + 1 :]))) % _iu(s))
+    return out
 
 
 def _split(idx: UOp) -> tuple[tuple[UOp, ...], UOp] | None:
@@ -173,7 +170,7 @@ def push_reduce(ctx: RangeifyCtx, idx: UOp, x: UOp) -> UOp | None:
         return UOp.const(x.dtype, identity_element(x.arg.op, x.dtype))
     for ax, (i, s) in enumerate(zip(idxs, src.shape)):
         if ax in x.arg.axes and s != 1:
-            r = ctx.new_range(s, _reduce_axis())
+            r = ctx.new_range(s, AxisType.REDUCE)
             ranges.append(r)
             new.append(r)
         elif ax in x.arg.axes:
@@ -184,12 +181,6 @@ def push_reduce(ctx: RangeifyCtx, idx: UOp, x: UOp) -> UOp | None:
     if not ranges:
         return inner
     return UOp(Ops.REDUCE, (inner, *ranges), ReduceArg(x.arg.op))
-
-
-def _reduce_axis():
-    from unigrad.ir.args import AxisType
-
-    return AxisType.REDUCE
 
 
 def push_load(idx: UOp, x: UOp) -> UOp | None:
@@ -278,8 +269,10 @@ def _param_like(buf: UOp, slot: int) -> UOp:
 
 
 def kernel_name(sink: UOp) -> str:
-    prefix = "r" if any(u.op is Ops.REDUCE for u in sink.toposort()) else "E"
-    dims = [u.src[0] for u in sink.toposort() if u.op is Ops.RANGE]
+    """E_4_3 for an elementwise kernel over 4x3, r_... when it reduces: the bounds of its loops in order."""
+    topo = sink.toposort()
+    prefix = "r" if any(u.op is Ops.REDUCE for u in topo) else "E"
+    dims = [u.src[0] for u in sorted((u for u in topo if u.op is Ops.RANGE), key=lambda r: r.arg.id)]
     return prefix + "".join(f"_{d.arg.value if d.op is Ops.CONST else d.render()}" for d in dims)
 
 
@@ -340,10 +333,7 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
 
     def new_buffer(shape: tuple, dtype: DType, device: object) -> UOp:
         nonlocal next_slot
-        size = 1
-        for s in shape:
-            size = s * size
-        p = UOp(Ops.PARAM, (UOp.shape_src((size,)),), ParamArg(next_slot, dtype, device, AddrSpace.GLOBAL))
+        p = UOp(Ops.PARAM, (UOp.shape_src((prod(shape),)),), ParamArg(next_slot, dtype, device, AddrSpace.GLOBAL))
         next_slot += 1
         return p
 
