@@ -68,7 +68,9 @@ class Tensor:
             return
         if isinstance(data, Tensor):
             data = data.numpy()
-        if isinstance(data, (bool, int, float)):
+        if isinstance(data, np.generic):  # numpy scalars keep their dtype (np.float64 is also a Python float)
+            data = np.asarray(data)
+        elif isinstance(data, (bool, int, float)):
             self.uop = UOp.const(dt or dtypes.from_py(data), data)
             return
         if isinstance(data, (list, tuple)):
@@ -333,7 +335,7 @@ class Tensor:
         out = t._new(UOp(Ops.PAD, (t.uop, UOp.shape_src(tuple(b for b, _ in pos)), UOp.shape_src(new))))
         if value != 0:
             mask = Tensor.ones(t.shape, dtype=dtypes.bool, device=self.device).pad(pos)
-            out = mask.where(out, value)
+            out = mask.where(out, Tensor(value, dtype=self.dtype, device=self.device))
         return out
 
     def shrink(self, arg: Sequence[tuple[int, int] | None]) -> Tensor:
@@ -413,9 +415,9 @@ class Tensor:
         return self * -1
 
     def sub(self, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
+        if self.dtype is dtypes.bool or (isinstance(other, Tensor) and other.dtype is dtypes.bool):
+            raise RuntimeError("sub: subtraction with a bool tensor is not supported; use logical_xor()")
         x, y = self._broadcasted(other, "sub", reverse)
-        if x.dtype is dtypes.bool:
-            raise RuntimeError("sub: subtraction of bool tensors is not supported; use logical_xor()")
         return x._alu(Ops.ADD, y * -1)
 
     def _float(self) -> Tensor:
@@ -448,9 +450,16 @@ class Tensor:
 
     def minimum(self, other: Tensor | ConstType) -> Tensor:
         x, y = self._broadcasted(other, "minimum")
-        if x.dtype is dtypes.bool:
-            return x & y
-        return -((-x).maximum(-y))
+        return x._flip_order().maximum(y._flip_order())._flip_order()
+
+    def _flip_order(self) -> Tensor:
+        """An order-reversing involution, so min(x) = f(max(f(x))): -x for floats (nan stays nan),
+        ~x for ints (no overflow at the most negative value, right for unsigned), not x for bools."""
+        if self.dtype.is_float:
+            return -self
+        if self.dtype is dtypes.bool:
+            return self.logical_not()
+        return self ^ -1
 
     def _bitwise(self, op: Ops, other: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
         x, y = self._broadcasted(other, name, reverse)
@@ -487,10 +496,14 @@ class Tensor:
         return self._cmp(Ops.CMPLT, other, "gt", reverse=True)
 
     def __ge__(self, other: Tensor | ConstType) -> Tensor:
-        return (self < other).logical_not()
+        x, y = self._broadcasted(other, "ge")
+        if x.dtype.is_float:  # not(x < y) would be True for nan
+            return (y < x) | x.eq(y)
+        return (x < y).logical_not()
 
     def __le__(self, other: Tensor | ConstType) -> Tensor:
-        return (self > other).logical_not()
+        x, y = self._broadcasted(other, "le")
+        return y >= x
 
     def ne(self, other: Tensor | ConstType) -> Tensor:
         return self._cmp(Ops.CMPNE, other, "ne")
@@ -572,17 +585,19 @@ class Tensor:
         return (1 + (-self._float()).exp()).reciprocal()
 
     def abs(self) -> Tensor:
-        return self.maximum(-self) if self.dtype is not dtypes.bool else self
+        return self if self.dtype is dtypes.bool or self.dtype.is_unsigned else self.maximum(-self)
 
     def square(self) -> Tensor:
-        return self * self
+        x = self.cast(dtypes.int64) if self.dtype is dtypes.bool else self
+        return x * x
 
     # ---------------------------------------------------------------- reductions
     def _axes(self, axis: int | Sequence[int] | None, op: str) -> tuple[int, ...]:
         if axis is None:
             return tuple(range(self.ndim))
         axs = (axis,) if isinstance(axis, int) else tuple(axis)
-        return tuple(sorted({_norm_axis(op, a, self.ndim) for a in axs}))
+        norm = {_norm_axis(op, a, self.ndim) for a in axs}
+        return tuple(sorted(norm)) if self.ndim else ()  # a 0-d tensor takes axis 0/-1 and reduces nothing
 
     def _reduce(self, op: Ops, axis: int | Sequence[int] | None, keepdim: bool, name: str) -> Tensor:
         axes = self._axes(axis, name)
@@ -619,9 +634,7 @@ class Tensor:
 
     def min(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         self._check_nonempty("min", axis)
-        if self.dtype is dtypes.bool:
-            return self.logical_not().max(axis, keepdim).logical_not()
-        return -((-self).max(axis, keepdim))
+        return self._flip_order().max(axis, keepdim)._flip_order()
 
     def _check_nonempty(self, op: str, axis: int | Sequence[int] | None) -> None:
         if any(self.shape[a] == 0 for a in self._axes(axis, op)):

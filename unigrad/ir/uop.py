@@ -49,9 +49,12 @@ class UOp:
 
     def __del__(self) -> None:
         key = (self.op, self.src, self.arg, self.tag)
-        ref = _cache.get(key)
-        if ref is not None and ref() in (self, None):
-            del _cache[key]
+        try:
+            ref = _cache.get(key)
+            if ref is not None and ref() in (self, None):
+                del _cache[key]
+        except (AttributeError, TypeError):  # interpreter shutdown: module globals are already gone
+            pass
 
     def __reduce__(self) -> tuple:
         return UOp, (self.op, self.src, self.arg, self.tag)
