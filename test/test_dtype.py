@@ -271,3 +271,16 @@ def test_list_construction_dtypes():
     assert (Tensor([1, 2]) + 1.5).dtype is dtypes.float32
     assert (Tensor([True]) + Tensor([False])).dtype is dtypes.bool
     assert Tensor([1, 2], dtype=dtypes.int32).sum().dtype is dtypes.int64
+
+
+ZERO_D_NAMES = ["bool", "int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32", "float64"]
+
+
+@pytest.mark.parametrize("a", ZERO_D_NAMES)
+@pytest.mark.parametrize("b", ZERO_D_NAMES)
+def test_zero_dim_tensor_promotion_matches_torch(a, b):
+    """A 0-d tensor beside a dimensioned one promotes like a scalar (only across kinds), as in torch."""
+    for sa, sb in (((2,), ()), ((), (2,)), ((), ())):
+        want = (torch.zeros(sa, dtype=getattr(torch, a)) * torch.zeros(sb, dtype=getattr(torch, b))).dtype
+        got = (Tensor.zeros(*sa, dtype=a) * Tensor.zeros(*sb, dtype=b)).dtype
+        assert got.name == str(want).removeprefix("torch."), (a, b, sa, sb)

@@ -194,6 +194,14 @@ def least_upper_dtype(*ds: DType) -> DType:
     return out
 
 
+def promote_with_dims(a: DType, a_0d: bool, b: DType, b_0d: bool) -> DType:
+    """torch's rule for two tensors: a 0-d tensor beside a dimensioned one only promotes across kinds."""
+    if a_0d == b_0d:
+        return promote_types(a, b)
+    dim, zero = (b, a) if a_0d else (a, b)
+    return dim if _CATEGORY[zero.kind] <= _CATEGORY[dim.kind] else zero
+
+
 def result_dtype_with_scalar(t: DType, x: ConstType) -> DType:
     """Dtype of `tensor op python_scalar`: a scalar only promotes when it is of a higher kind."""
     cat_x = 0 if isinstance(x, bool) else 1 if isinstance(x, int) else 2

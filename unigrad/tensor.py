@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from unigrad import config
-from unigrad.dtype import ConstType, DType, dtypes, promote_types, result_dtype_with_scalar, to_dtype
+from unigrad.dtype import ConstType, DType, dtypes, promote_types, promote_with_dims, result_dtype_with_scalar, to_dtype
 from unigrad.ir.args import LoadArg, ReduceArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.props import broadcast_shapes
@@ -378,7 +378,7 @@ class Tensor:
         if isinstance(other, Tensor):
             if other.device != self.device:
                 raise RuntimeError(f"{op}: tensors are on different devices ({self.device} and {other.device})")
-            dt = promote_types(self.dtype, other.dtype)
+            dt = promote_with_dims(self.dtype, self.ndim == 0, other.dtype, other.ndim == 0)
             try:
                 shape = broadcast_shapes(self.shape, other.shape)
                 if any(a != b and a != 1 for s in (self.shape, other.shape) for a, b in zip(s[::-1], shape[::-1])):
