@@ -51,7 +51,10 @@ def _fmt_arg(u: UOp) -> str:
 
 
 def uop_repr(root: UOp) -> str:
-    """A numbered listing, sources first: `%3 = ADD(%1, %2) : float32 (4,)`."""
+    """A numbered listing, sources first: `%3 = ADD(%1, %2) : float32 (4,)`; a Variable prints as itself."""
+    if root.op is Ops.PARAM and isinstance(root.arg, ParamArg) and root.arg.name is not None and len(root.src) >= 3:
+        bound = f"={root.src[3].arg.value}" if len(root.src) == 4 else ""
+        return f"Variable({root.arg.name!r}, {root.src[1].arg.value}, {root.src[2].arg.value}){bound}"
     nodes = root.toposort()
     names = {u: f"%{i}" for i, u in enumerate(nodes)}
     lines = []

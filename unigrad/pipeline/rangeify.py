@@ -57,7 +57,8 @@ def unflatten_index(flat: UOp, shape: tuple) -> list[UOp]:
     """Multi-index of a row-major offset into `shape`."""
     out: list[UOp] = []
     for k, s in enumerate(shape):
-        out.append((flat // _iu(prod(shape[k + 1 :]))) % _iu(s))
+        q = flat // _iu(prod(shape[k + 1 :]))
+        out.append(q if k == 0 else q % _iu(s))  # flat < prod(shape): the outermost index needs no mod
     return out
 
 
@@ -247,6 +248,15 @@ pm_loads = PatternMatcher(
     ],
     name="pm_loads",
 )
+
+
+def view_index(view: UOp, idxs: tuple[UOp, ...]) -> tuple[UOp, UOp]:
+    """(flat index, validity) of element `idxs` of a movement-op view of one global buffer: the index math
+    rangeify emits for it, simplified (the validity is True when every element is in bounds)."""
+    pushed = graph_rewrite(_index(view, idxs, TRUE), pm_push_index, RangeifyCtx(), bottom_up=False)
+    out = graph_rewrite(pushed, pm_symbolic + pm_loads)
+    load = next(u for u in out.toposort() if u.op is Ops.LOAD)
+    return load.src[0].src[1], load.src[2] if len(load.src) == 3 else TRUE
 
 
 # ---------------------------------------------------------------- kernels

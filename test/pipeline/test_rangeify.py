@@ -1,0 +1,116 @@
+"""Rangeify: the kernel split and the index math movement ops become (notes-symbolic-shapes.md examples)."""
+
+import numpy as np
+import pytest
+
+from unigrad import Tensor, Variable, dtypes
+from unigrad.ir.args import AddrSpace, ParamArg
+from unigrad.ir.ops import Ops
+from unigrad.ir.spec import verify_kernel, verify_linear
+from unigrad.ir.uop import UOp
+from unigrad.pipeline.callify import callify
+from unigrad.pipeline.expand import expand
+from unigrad.pipeline.linearize import linearize
+from unigrad.pipeline.rangeify import rangeify, view_index
+
+k = Variable("k", 1, 100)
+x, y = Variable("x", 0, 100), Variable("y", 0, 100)
+BUF = UOp(Ops.PARAM, (UOp.shape_src((k * 3,)),), ParamArg(0, dtypes.float32, "CPU", AddrSpace.GLOBAL))
+GRID = UOp(Ops.RESHAPE, (BUF, UOp.shape_src((k, 3))))  # a (k, 3) contiguous grid
+
+
+def masked(rows: tuple[int, int], cols: tuple[int, int]) -> UOp:
+    """The (k, 3) grid where only rows/cols in the given ranges are valid: SHRINK then PAD back."""
+    size = (rows[1] - rows[0], cols[1] - cols[0])
+    inner = UOp(Ops.SHRINK, (GRID, UOp.shape_src((rows[0], cols[0])), UOp.shape_src(size)))
+    return UOp(Ops.PAD, (inner, UOp.shape_src((rows[0], cols[0])), UOp.shape_src((k, 3))))
+
+
+def test_symbolic_grid_shape():
+    assert GRID.shape == (k, 3) and repr(k) == "Variable('k', 1, 100)"
+
+
+def test_notes_contiguous_grid_index():
+    idx, valid = view_index(GRID, (x, y))
+    assert idx.render() == "((x*3)+y)" and valid.op is Ops.CONST and valid.arg.value is True
+
+
+def test_notes_masked_grid():
+    idx, valid = view_index(masked((0, 2), (0, 2)), (x, y))
+    assert idx.render() == "((x*3)+y)"
+    assert valid.render() == "((x<2) and (y<2))"
+
+
+def test_notes_single_row_mask_drops_x():
+    idx, valid = view_index(masked((1, 2), (0, 2)), (x, y))
+    assert idx.render() == "(y+3)"  # only row 1 is valid: the index no longer depends on x
+    assert valid.render() == "((x>=1) and (x<2) and (y<2))"
+
+
+def _kernels(*ts: Tensor) -> list[UOp]:
+    fn = callify(UOp(Ops.SINK, tuple(t.uop for t in ts)))
+    out = rangeify(fn, "CPU")
+    return [u.src[0] for u in out.toposort() if u.op is Ops.CALL]
+
+
+@pytest.fixture
+def a() -> Tensor:
+    return Tensor(np.arange(12, dtype=np.float32).reshape(3, 4)).realize()
+
+
+def test_split_elementwise_chain_is_one_kernel(a):
+    assert len(_kernels(((a + 1) * a - 2).exp2().permute(1, 0).flip(0))) == 1
+
+
+def test_split_reduce_fuses_with_producers_and_consumers(a):
+    assert len(_kernels((a * a).sum(1) + 1)) == 1
+    assert len(_kernels((a * 2).sum(1).sum(0))) == 1
+
+
+def test_split_reduce_broadcast_back_is_materialized(a):
+    ks = _kernels(a - a.max(1, keepdim=True))
+    assert len(ks) == 2
+    assert any(u.op is Ops.REDUCE for u in ks[0].toposort())  # the max, alone
+    softmax_num = (a - a.max(1, keepdim=True)).exp2()
+    assert len(_kernels(softmax_num / softmax_num.sum(1, keepdim=True))) == 3
+
+
+def test_split_contiguous_and_views(a):
+    assert len(_kernels(a.reshape(12))) == 0  # a plain reshape of a buffer needs no kernel
+    assert len(_kernels(a.permute(1, 0))) == 1  # an output must be row-major
+    assert len(_kernels((a + 1).contiguous() * 2)) == 2
+
+
+def test_zero_size_output_has_no_kernel():
+    assert len(_kernels(Tensor.ones(0, 3) + 1)) == 0
+
+
+def test_reshape_index_math_is_simplified(a):
+    (ast,) = _kernels(a.reshape(2, 6).reshape(6, 2).reshape(4, 3) + 1)
+    loads = [u for u in ast.toposort() if u.op is Ops.LOAD]
+    stores = [u for u in ast.toposort() if u.op is Ops.STORE]
+    assert loads[0].src[0].src[1] is stores[0].src[0].src[1]  # reading and writing the same flat index
+    assert not any(u.op in (Ops.IDIV, Ops.MOD) for u in ast.toposort())
+
+
+def test_pad_gates_loads_and_stages_verify(a):
+    (ast,) = _kernels(a.pad(((1, 1), (2, 0))).flip(1) * 3)
+    verify_kernel(ast)
+    load = next(u for u in ast.toposort() if u.op is Ops.LOAD)
+    assert len(load.src) == 3 and load.src[2].dtype is dtypes.bool  # gated: no read outside the buffer
+    verify_linear(linearize(expand(ast)))
+    np.testing.assert_allclose(
+        (a.pad(((1, 1), (2, 0))).flip(1) * 3).numpy(),
+        np.pad(np.arange(12.0).reshape(3, 4), ((1, 1), (2, 0)))[:, ::-1] * 3,
+    )
+
+
+def test_loop_nesting_of_reduce_inside_output_loop(a):
+    (ast,) = _kernels((a * 2).sum(1))
+    lin = linearize(expand(ast))
+    ops = [u.op for u in lin.src]
+    first_range = ops.index(Ops.RANGE)
+    second_range = ops.index(Ops.RANGE, first_range + 1)
+    # the accumulator is reset inside the output loop, before the reduce loop opens
+    reset = next(i for i, u in enumerate(lin.src) if u.op is Ops.STORE and u.src[1].op is Ops.CONST)
+    assert first_range < reset < second_range
