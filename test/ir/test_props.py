@@ -624,12 +624,6 @@ def test_properties_of_deep_chain_built_incrementally():
     assert u.min_max == (DEEP, 10 + DEEP)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="derived properties recurse into sources: the first .min_max/.shape/.dtype of a fresh 5000-deep "
-    "chain (x+1+1+...+1 built with UOp(Ops.ADD, ...) and never queried) raises RecursionError; computing them "
-    "iteratively needs the caching in ir/uop.py to warm sources in toposort order",
-)
 @pytest.mark.parametrize("prop", ["dtype", "shape", "min_max"])
 def test_properties_of_deep_chain_cold(prop):
     u = _deep_chain(f"cold_{prop}")

@@ -217,8 +217,8 @@ class RewriteLoopError(RuntimeError):
     pass
 
 
-MAX_REWRITES_PER_NODE = 1000
-CACHE_LIMIT = 200_000
+MAX_REWRITES_PER_NODE = 10_000
+CACHE_LIMIT = 50_000
 
 
 def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: bool = True) -> UOp:
@@ -235,7 +235,7 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: boo
 
 def _rewrite_bottom_up(root: UOp, pm: PatternMatcher, ctx: Any) -> UOp:
     done: dict[UOp, UOp] = {}
-    count: dict[UOp, int] = {}
+    depth: dict[UOp, int] = {}  # how many rewrites led to a node: a rule that never settles is caught
     stack: list[tuple[UOp, int, UOp | None]] = [(root, 0, None)]
     cache = pm.cache if ctx is None else None
     while stack:
@@ -261,7 +261,7 @@ def _rewrite_bottom_up(root: UOp, pm: PatternMatcher, ctx: Any) -> UOp:
                 done[u] = nu
                 done[nu] = nu
                 continue
-            n = count[u] = count.get(u, 0) + 1
+            n = depth[r] = depth.get(u, 0) + 1
             if n > MAX_REWRITES_PER_NODE:
                 raise RewriteLoopError(f"{pm.name}: rules keep rewriting {nu.op} (last result {r.op}); a rule loops")
             stack.append((u, 2, r))

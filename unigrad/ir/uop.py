@@ -74,24 +74,21 @@ class UOp:
         try:
             return self._dtype
         except AttributeError:
-            self._dtype = props.dtype_of(self)
-            return self._dtype
+            return _derive(self, "_dtype", props.dtype_of)
 
     @property
     def shape(self) -> tuple[int | UOp, ...]:
         try:
             return self._shape
         except AttributeError:
-            self._shape = props.shape_of(self)
-            return self._shape
+            return _derive(self, "_shape", props.shape_of)
 
     @property
     def min_max(self) -> tuple[ConstType, ConstType]:
         try:
             return self._mm
         except AttributeError:
-            self._mm = props.min_max_of(self)
-            return self._mm
+            return _derive(self, "_mm", props.min_max_of)
 
     @property
     def vmin(self) -> ConstType:
@@ -106,8 +103,7 @@ class UOp:
         try:
             return self._device
         except AttributeError:
-            self._device = props.device_of(self)
-            return self._device
+            return _derive(self, "_device", props.device_of)
 
     @property
     def addrspace(self) -> AddrSpace | None:
@@ -118,8 +114,7 @@ class UOp:
         try:
             return self._axis
         except AttributeError:
-            self._axis = props.axis_of(self)
-            return self._axis
+            return _derive(self, "_axis", props.axis_of)
 
     @property
     def ndim(self) -> int:
@@ -319,6 +314,22 @@ class UOp:
     def value(self) -> ConstType:
         """Value of a CONST."""
         return self.arg.value
+
+
+_MISSING = object()
+
+
+def _derive(u: UOp, slot: str, fn: Callable[[UOp], Any]) -> Any:
+    """Compute and cache a derived property. When a source lacks it, fill the graph sources-first first,
+    so a fresh deep graph costs one walk instead of a deep recursion."""
+    if any(getattr(s, slot, _MISSING) is _MISSING for s in u.src):
+        for x in u.toposort(gate=lambda n: getattr(n, slot, _MISSING) is _MISSING):
+            if getattr(x, slot, _MISSING) is _MISSING:
+                setattr(x, slot, fn(x))
+        return getattr(u, slot)
+    v = fn(u)
+    setattr(u, slot, v)
+    return v
 
 
 @functools.lru_cache(maxsize=4096)
