@@ -116,10 +116,10 @@ def test_schedule_cache_reuses_structure():
         return ((x + 1) * x).sum(0)
 
     x1, x2 = Tensor.ones(3, 4).realize(), Tensor.full((3, 4), 2.0).realize()
-    n = len(rt._schedule_cache)
     np.testing.assert_allclose(prog(x1).numpy(), [6.0] * 4)
+    keys = set(rt._schedule_cache)
     np.testing.assert_allclose(prog(x2).numpy(), [18.0] * 4)
-    assert len(rt._schedule_cache) == n + 1  # one schedule for both: same graph on other buffers
+    assert set(rt._schedule_cache) <= keys  # one schedule for both: same graph on other buffers
 
 
 @pytest.mark.parametrize("device", DEVICES)
