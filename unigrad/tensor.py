@@ -47,6 +47,15 @@ def _norm_axis(op: str, axis: int, ndim: int) -> int:
     return axis + ndim if axis < 0 else axis
 
 
+def _broadcast_shape(op: str, *shapes: Shape) -> Shape:
+    """The broadcast of `shapes` (right-aligned, each axis equal or 1), or a RuntimeError naming them."""
+    out = broadcast_shapes(*shapes)
+    for sh in shapes:
+        if any(a != b and a != 1 for a, b in zip(sh[::-1], out[::-1])):
+            raise RuntimeError(f"{op}: shapes {' and '.join(map(str, shapes))} cannot be broadcast together")
+    return out
+
+
 class Tensor:
     """A lazy n-dimensional array on a device."""
 
@@ -379,14 +388,7 @@ class Tensor:
             if other.device != self.device:
                 raise RuntimeError(f"{op}: tensors are on different devices ({self.device} and {other.device})")
             dt = promote_with_dims(self.dtype, self.ndim == 0, other.dtype, other.ndim == 0)
-            try:
-                shape = broadcast_shapes(self.shape, other.shape)
-                if any(a != b and a != 1 for s in (self.shape, other.shape) for a, b in zip(s[::-1], shape[::-1])):
-                    raise ValueError
-            except ValueError:
-                raise RuntimeError(
-                    f"{op}: shapes {self.shape} and {other.shape} cannot be broadcast together"
-                ) from None
+            shape = _broadcast_shape(op, self.shape, other.shape)
             x, y = self.cast(dt).expand(shape), other.cast(dt).expand(shape)
         elif isinstance(other, (bool, int, float)):
             dt = result_dtype_with_scalar(self.dtype, other)
@@ -525,13 +527,7 @@ class Tensor:
         else:
             dt = dtypes.from_py(x) if type(x) is type(y) else dtypes.default_float
             xt, yt = Tensor(x, dtype=dt, device=self.device), Tensor(y, dtype=dt, device=self.device)
-        shape = broadcast_shapes(cond.shape, xt.shape)
-        try:
-            _ = cond._broadcasted(xt.cast(dtypes.bool), "where")
-        except RuntimeError:
-            raise RuntimeError(
-                f"where: condition {cond.shape} and values {xt.shape} cannot be broadcast together"
-            ) from None
+        shape = _broadcast_shape("where", cond.shape, xt.shape)
         return cond.expand(shape)._alu(Ops.WHERE, xt.expand(shape), yt.expand(shape))
 
     def cast(self, dtype: DType | str) -> Tensor:
