@@ -114,15 +114,17 @@ def sum_is_canonical(u: UOp) -> bool:
                 return False
         else:
             base = _term_base(r)
-            if base in seen or (r.op is Ops.MUL and r.src[1].op is Ops.CONST and r.src[1].arg.value in (0, 1)):
+            if base in seen or (base is not r and r.src[1].arg.value in (0, 1)):
                 return False
             seen.add(base)
         first = False
         node = node.src[0]
-    if node.op is Ops.CONST or _term_base(node) in seen:
+    base = _term_base(node)
+    if node.op is Ops.CONST or base in seen:
         return False
-    seen.add(_term_base(node))
-    return not any(t.op is Ops.MOD and UOp(Ops.IDIV, t.src) in seen for t in seen)
+    seen.add(base)
+    divs = {t.src for t in seen if t.op is Ops.IDIV}
+    return not divs or not any(t.op is Ops.MOD and t.src in divs for t in seen)
 
 
 def fold_sum(u: UOp) -> UOp | None:
@@ -174,8 +176,8 @@ def fold_divmod(u: UOp) -> UOp | None:
     R // d is that multiple and R % d is R shifted. A common factor of R and d is divided out."""
     x, d_u = u.src
     d = d_u.arg.value
-    if u.dtype not in INTS or d <= 0:
-        return None
+    if u.dtype not in INTS or d <= 0 or x.op not in (Ops.ADD, Ops.MUL):
+        return None  # a single term: only its range can fold it (fold_by_range)
     terms, const = split_terms(x)
     q_terms = [(t, k // d) for t, k in terms if k // d != 0]
     r_terms = [(t, k % d) for t, k in terms if k % d != 0]
@@ -274,9 +276,10 @@ pm_symbolic = PatternMatcher(
         (UPat(GroupOp.ALU, src=UPat(Ops.CONST), name="u"), fold_consts),
         (UPat(GroupOp.Commutative, src=(UPat(Ops.CONST), UPat()), name="u"), swap_const_left),
         # identities
-        (xi + 0, lambda x: x),  # x+0 -> x
-        (x_ * 1, lambda x: x),  # x*1 -> x
-        (xi * 0, lambda x: UOp.const(x.dtype, 0)),  # x*0 -> 0 (ints only: nan*0 is nan)
+        # (constants are on the right from here on: swap_const_left runs first, so patterns are ordered)
+        (UPat(Ops.ADD, src=(xi, UPat.const(0))), lambda x: x),  # x+0 -> x
+        (UPat(Ops.MUL, src=(x_, UPat.const(1))), lambda x: x),  # x*1 -> x
+        (UPat(Ops.MUL, src=(xi, UPat.const(0))), lambda x: UOp.const(x.dtype, 0)),  # x*0 -> 0 (ints: nan*0 is nan)
         (xi // 1, lambda x: x),  # x//1 -> x
         (xi % 1, lambda x: UOp.const(x.dtype, 0)),  # x%1 -> 0
         (UPat(Ops.MAX, src=(x_, x_)), lambda x: x),  # max(x,x) -> x
@@ -286,14 +289,14 @@ pm_symbolic = PatternMatcher(
         (UPat(Ops.CMPLT, src=(xi, xi)), lambda x: UOp.const(dtypes.bool, False)),  # x<x -> False
         (UPat(Ops.CMPNE, src=(xi, xi)), lambda x: UOp.const(dtypes.bool, False)),  # x!=x -> False (ints)
         # booleans
-        (UPat(Ops.AND, src=[xb, UPat.const(True)]), lambda x: x),  # x&True -> x
-        (UPat(Ops.AND, src=[xb, UPat.const(False)]), lambda x: UOp.const(dtypes.bool, False)),
-        (UPat(Ops.OR, src=[xb, UPat.const(False)]), lambda x: x),  # x|False -> x
-        (UPat(Ops.OR, src=[xb, UPat.const(True)]), lambda x: UOp.const(dtypes.bool, True)),
+        (UPat(Ops.AND, src=(xb, UPat.const(True))), lambda x: x),  # x&True -> x
+        (UPat(Ops.AND, src=(xb, UPat.const(False))), lambda x: UOp.const(dtypes.bool, False)),  # x&False -> False
+        (UPat(Ops.OR, src=(xb, UPat.const(False))), lambda x: x),  # x|False -> x
+        (UPat(Ops.OR, src=(xb, UPat.const(True))), lambda x: UOp.const(dtypes.bool, True)),  # x|True -> True
         (UPat(Ops.AND, src=(xb, xb)), lambda x: x),  # x&x -> x
         (UPat(Ops.OR, src=(xb, xb)), lambda x: x),  # x|x -> x
-        (UPat(Ops.CMPNE, src=[xb, UPat.const(False)]), lambda x: x),  # x!=False -> x
-        (UPat(Ops.CMPNE, src=(UPat(Ops.CMPNE, src=[xb, UPat.const(True)]), UPat.const(True))), lambda x: x),  # !!x
+        (UPat(Ops.CMPNE, src=(xb, UPat.const(False))), lambda x: x),  # x!=False -> x
+        (UPat(Ops.CMPNE, src=(UPat(Ops.CMPNE, src=(xb, UPat.const(True))), UPat.const(True))), lambda x: x),  # !!x
         # decided by min_max
         (UPat(GroupOp.ALU, name="u"), fold_by_range),
         (UPat(Ops.MAX, src=(x_, y_)), fold_max),

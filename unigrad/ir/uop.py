@@ -20,6 +20,7 @@ from unigrad.ir.args import AddrSpace, AxisType, ConstArg, ParamArg, RangeArg
 from unigrad.ir.ops import GroupOp, Ops
 
 _cache: dict[tuple, weakref.ReferenceType[UOp]] = {}
+_MISSING: Any = object()  # a derived property not computed yet
 _cache_get = _cache.get  # bound once: node construction is the hottest path in the library
 _object_new = object.__new__
 _weakref = weakref.ref
@@ -44,6 +45,7 @@ class UOp:
         self.src = src
         self.arg = arg
         self.tag = tag
+        self._dtype = self._shape = self._mm = _MISSING  # the hot derived properties, filled on first use
         _cache[key] = _weakref(self)
         return self
 
@@ -71,24 +73,18 @@ class UOp:
     # ---- derived properties (ir/props.py), cached per node ----
     @property
     def dtype(self) -> DType:
-        try:
-            return self._dtype
-        except AttributeError:
-            return _derive(self, "_dtype", props.dtype_of)
+        v = self._dtype
+        return v if v is not _MISSING else _derive(self, "_dtype", props.dtype_of)
 
     @property
     def shape(self) -> tuple[int | UOp, ...]:
-        try:
-            return self._shape
-        except AttributeError:
-            return _derive(self, "_shape", props.shape_of)
+        v = self._shape
+        return v if v is not _MISSING else _derive(self, "_shape", props.shape_of)
 
     @property
     def min_max(self) -> tuple[ConstType, ConstType]:
-        try:
-            return self._mm
-        except AttributeError:
-            return _derive(self, "_mm", props.min_max_of)
+        v = self._mm
+        return v if v is not _MISSING else _derive(self, "_mm", props.min_max_of)
 
     @property
     def vmin(self) -> ConstType:
@@ -316,20 +312,20 @@ class UOp:
         return self.arg.value
 
 
-_MISSING = object()
-
-
 def _derive(u: UOp, slot: str, fn: Callable[[UOp], Any]) -> Any:
     """Compute and cache a derived property. When a source lacks it, fill the graph sources-first first,
     so a fresh deep graph costs one walk instead of a deep recursion."""
-    if any(getattr(s, slot, _MISSING) is _MISSING for s in u.src):
-        for x in u.toposort(gate=lambda n: getattr(n, slot, _MISSING) is _MISSING):
-            if getattr(x, slot, _MISSING) is _MISSING:
-                setattr(x, slot, fn(x))
-        return getattr(u, slot)
-    v = fn(u)
-    setattr(u, slot, v)
-    return v
+    for s in u.src:
+        if getattr(s, slot, _MISSING) is _MISSING:  # unset (device/axis) or not yet derived (_MISSING)
+            break
+    else:
+        v = fn(u)
+        setattr(u, slot, v)
+        return v
+    for x in u.toposort(gate=lambda n: getattr(n, slot, _MISSING) is _MISSING):
+        if getattr(x, slot, _MISSING) is _MISSING:
+            setattr(x, slot, fn(x))
+    return getattr(u, slot)
 
 
 @functools.lru_cache(maxsize=4096)
