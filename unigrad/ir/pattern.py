@@ -113,9 +113,15 @@ class UPat:
             return self._fn
 
 
+class _Unsupported(Exception):
+    """A pattern the inline generator does not handle (any-order sources, captures under an all-sources
+    pattern); its rule is matched through the generic matcher instead."""
+
+
 class _Gen:
-    """Generates the source of one matcher function; sub-patterns are inlined, permutations become
-    alternative functions tried on snapshots of the captures."""
+    """Generates Python source for matching. Two modes: a matcher `m(u, st) -> bool` that records captures in
+    the dict `st` (permutations become alternative functions tried on snapshots), and inline code inside a
+    per-op rewrite function where captures are local variables and a failed check runs `fail` (`break`)."""
 
     def __init__(self) -> None:
         self.env: dict[str, Any] = {"Ops": Ops}
@@ -130,40 +136,58 @@ class _Gen:
         self.n += 1
         return f"v{self.n}"
 
-    def emit(self, p: UPat, v: str, out: list[str], ind: str) -> None:
-        if p.op is not None:
+    def emit(
+        self, p: UPat, v: str, out: list[str], ind: str, fail: str = "return False", names: dict | None = None
+    ) -> None:
+        """Checks of `p` against the UOp in variable `v`. names=None: dict captures; else local captures."""
+        if p.op is not None and v != "u":  # the root's op is already known from the dispatch
             if len(p.op) == 1:
-                out.append(f"{ind}if {v}.op is not {self.const(next(iter(p.op)))}: return False")
+                out.append(f"{ind}if {v}.op is not {self.const(next(iter(p.op)))}: {fail}")
             else:
-                out.append(f"{ind}if {v}.op not in {self.const(p.op)}: return False")
+                out.append(f"{ind}if {v}.op not in {self.const(p.op)}: {fail}")
+        elif p.op is not None and names is None:
+            out.append(f"{ind}if {v}.op not in {self.const(p.op)}: {fail}")
         if p.arg is not _ANY:
-            out.append(f"{ind}if {v}.arg != {self.const(p.arg)}: return False")
+            out.append(f"{ind}if {v}.arg != {self.const(p.arg)}: {fail}")
         if p.value is not _ANY:
-            out.append(f"{ind}if {v}.op is not Ops.CONST or {v}.arg.value != {self.const(p.value)}: return False")
+            out.append(f"{ind}if {v}.op is not Ops.CONST or {v}.arg.value != {self.const(p.value)}: {fail}")
         if p.dtype is not None:
-            out.append(f"{ind}if {v}.dtype not in {self.const(p.dtype)}: return False")
+            out.append(f"{ind}if {v}.dtype not in {self.const(p.dtype)}: {fail}")
         if p.name is not None:
-            prev = self.var()
-            out.append(f"{ind}{prev} = st.get({p.name!r})")
-            out.append(f"{ind}if {prev} is None: st[{p.name!r}] = {v}")
-            out.append(f"{ind}elif {prev} is not {v}: return False")
+            if names is None:
+                prev = self.var()
+                out.append(f"{ind}{prev} = st.get({p.name!r})")
+                out.append(f"{ind}if {prev} is None: st[{p.name!r}] = {v}")
+                out.append(f"{ind}elif {prev} is not {v}: {fail}")
+            elif p.name in names:
+                out.append(f"{ind}if {v} is not {names[p.name]}: {fail}")
+            else:
+                names[p.name] = f"c_{p.name}"
+                out.append(f"{ind}c_{p.name} = {v}")
         src = p.src
         if src is None:
             return
         if type(src) is UPat:
+            if names is not None:
+                if _has_names(src):
+                    raise _Unsupported
+                out.append(f"{ind}if not {self.const(_all_matcher(src))}({v}.src): {fail}")
+                return
             s = self.var()
             out.append(f"{ind}for {s} in {v}.src:")
-            out.append(f"{ind}    if not {self.const(src.matcher)}({s}, st): return False")
+            out.append(f"{ind}    if not {self.const(src.matcher)}({s}, st): {fail}")
             return
         n = len(src)
         cmp = "<" if p.allow_any_len else "!="
-        out.append(f"{ind}if len({v}.src) {cmp} {n}: return False")
+        out.append(f"{ind}if len({v}.src) {cmp} {n}: {fail}")
         if type(src) is tuple:
             for i, sp in enumerate(src):
                 sv = self.var()
                 out.append(f"{ind}{sv} = {v}.src[{i}]")
-                self.emit(sp, sv, out, ind)
+                self.emit(sp, sv, out, ind, fail, names)
             return
+        if names is not None:
+            raise _Unsupported
         alts = [
             self.const(_compile(UPat(src=tuple(order), allow_any_len=p.allow_any_len)))
             for order in itertools.permutations(src)
@@ -172,7 +196,53 @@ class _Gen:
         for k, alt in enumerate(alts):
             kw = "if" if k == 0 else "elif"
             out.append(f"{ind}{kw} {alt}({v}, {snap} := dict(st)): st.update({snap})")
-        out.append(f"{ind}else: return False")
+        out.append(f"{ind}else: {fail}")
+
+    def rule(self, pat: UPat, fn: Callable[..., UOp | None], out: list[str]) -> None:
+        """One rule inside a per-op rewrite function: inline match, then call fn with its captures."""
+        params = list(inspect.signature(fn).parameters)
+        body: list[str] = []
+        names: dict[str, str] = {}
+        f = self.const(fn)
+        try:
+            self.emit(pat, "u", body, "        ", "break", names)
+            if any(p not in names and p != "ctx" for p in params):
+                raise _Unsupported  # fn wants a name the pattern does not capture: let the call fail loudly
+            args = ", ".join("ctx" if p == "ctx" else names[p] for p in params)
+            out.append("    while True:")
+            out.extend(body)
+            out.append(f"        r = {f}({args})")
+            out.append("        if r is not None and r is not u: return r")
+            out.append("        break")
+        except _Unsupported:
+            m = self.const(pat.matcher)
+            call = f"{f}(ctx=ctx, **caps)" if "ctx" in params else f"{f}(**caps)"
+            out.append("    caps = {}")
+            out.append(f"    if {m}(u, caps):")
+            out.append(f"        r = {call}")
+            out.append("        if r is not None and r is not u: return r")
+
+
+def _has_names(p: UPat) -> bool:
+    if p.name is not None:
+        return True
+    src = p.src
+    if src is None:
+        return False
+    return _has_names(src) if type(src) is UPat else any(_has_names(s) for s in src)
+
+
+def _all_matcher(p: UPat) -> Callable[[tuple[UOp, ...]], bool]:
+    """Every source matches `p` (which captures nothing)."""
+    m = p.matcher
+
+    def all_match(srcs: tuple[UOp, ...]) -> bool:
+        for s in srcs:
+            if not m(s, {}):
+                return False
+        return True
+
+    return all_match
 
 
 def _compile(p: UPat) -> Callable[[UOp, dict[str, UOp]], bool]:
@@ -184,8 +254,25 @@ def _compile(p: UPat) -> Callable[[UOp, dict[str, UOp]], bool]:
     return g.env["m"]
 
 
+def _compile_rules(op: Ops, rules: list[Rule], name: str) -> Callable[[UOp, Any], UOp | None]:
+    """All rules for one op as one generated function `rewrite(u, ctx)`: each rule's checks inlined, its
+    captures passed positionally; the first rule returning a new node wins."""
+    g = _Gen()
+    out = ["def rewrite(u, ctx):"]
+    for pat, fn in rules:
+        g.rule(pat, fn, out)
+    out.append("    return None")
+    exec(compile("\n".join(out) + "\n", f"<{name} {op.name}>", "exec"), g.env)  # noqa: S102
+    return g.env["rewrite"]
+
+
+def _no_rules(u: UOp, ctx: Any) -> None:
+    return None
+
+
 class PatternMatcher:
-    """Rules indexed by op. `rewrite(u, ctx)` returns the first rule's replacement, or None."""
+    """Rules indexed by op, each op's rules compiled into one function. `rewrite(u, ctx)` returns the first
+    rule's replacement, or None."""
 
     def __init__(self, rules: list[Rule], name: str = "pm", cache: bool = False):
         """cache=True remembers each node's fixed point across graph_rewrite calls (for context-free rule
@@ -193,24 +280,19 @@ class PatternMatcher:
         self.name = name
         self.rules = rules
         self.cache: dict[UOp, UOp] | None = {} if cache else None
-        self.pdict: dict[Ops, list[tuple[Callable[..., bool], Callable[..., UOp | None], bool]]] = {}
+        by_op: dict[Ops, list[Rule]] = {}
         for pat, fn in rules:
-            has_ctx = "ctx" in inspect.signature(fn).parameters
             for op in pat.op if pat.op is not None else GroupOp.All:
-                self.pdict.setdefault(op, []).append((pat.matcher, fn, has_ctx))
+                by_op.setdefault(op, []).append((pat, fn))
+        self.fns: dict[Ops, Callable[[UOp, Any], UOp | None]] = {
+            op: _compile_rules(op, rs, name) for op, rs in by_op.items()
+        }
 
     def __add__(self, other: PatternMatcher) -> PatternMatcher:
         return PatternMatcher(self.rules + other.rules, f"{self.name}+{other.name}")
 
     def rewrite(self, u: UOp, ctx: Any = None) -> UOp | None:
-        for match, fn, has_ctx in self.pdict.get(u.op, ()):
-            caps: dict[str, UOp] = {}
-            if not match(u, caps):
-                continue
-            r = fn(ctx=ctx, **caps) if has_ctx else fn(**caps)
-            if r is not None and r is not u:
-                return r
-        return None
+        return self.fns.get(u.op, _no_rules)(u, ctx)
 
 
 class RewriteLoopError(RuntimeError):
@@ -237,26 +319,30 @@ def _rewrite_bottom_up(root: UOp, pm: PatternMatcher, ctx: Any) -> UOp:
     done: dict[UOp, UOp] = {}
     depth: dict[UOp, int] = {}  # how many rewrites led to a node: a rule that never settles is caught
     stack: list[tuple[UOp, int, UOp | None]] = [(root, 0, None)]
+    push, pop = stack.append, stack.pop
     cache = pm.cache if ctx is None else None
+    rules, no_rules = pm.fns, _no_rules
     while stack:
-        u, stage, r = stack.pop()
+        u, stage, r = pop()
         if stage == 0:
             if u in done:
                 continue
             if cache is not None and (hit := cache.get(u)) is not None:
                 done[u] = hit
                 continue
-            stack.append((u, 1, None))
-            stack.extend((s, 0, None) for s in reversed(u.src) if s not in done)
+            push((u, 1, None))
+            for s in u.src[::-1]:
+                if s not in done:
+                    push((s, 0, None))
         elif stage == 1:
             if u in done:
                 continue
-            new_src = tuple(done[s] for s in u.src)
+            new_src = tuple(map(done.__getitem__, u.src))
             nu = u if new_src == u.src else UOp(u.op, new_src, u.arg, u.tag)
             if nu is not u and nu in done:
                 done[u] = done[nu]
                 continue
-            r = pm.rewrite(nu, ctx)
+            r = rules.get(nu.op, no_rules)(nu, ctx)
             if r is None:
                 done[u] = nu
                 done[nu] = nu
@@ -264,8 +350,8 @@ def _rewrite_bottom_up(root: UOp, pm: PatternMatcher, ctx: Any) -> UOp:
             n = depth[r] = depth.get(u, 0) + 1
             if n > MAX_REWRITES_PER_NODE:
                 raise RewriteLoopError(f"{pm.name}: rules keep rewriting {nu.op} (last result {r.op}); a rule loops")
-            stack.append((u, 2, r))
-            stack.append((r, 0, None))
+            push((u, 2, r))
+            push((r, 0, None))
         else:
             done[u] = done[r]
     if cache is not None:

@@ -100,31 +100,29 @@ def _term_base(t: UOp) -> UOp:
     return t.src[0] if t.op is Ops.MUL and t.src[1].op is Ops.CONST else t
 
 
+def _divmod_pair(x: UOp, y: UOp) -> bool:
+    """x and y are c//d and c%d of the same c and d (which fold_sum combines when coefficients agree)."""
+    return x.src == y.src and {x.op, y.op} == {Ops.IDIV, Ops.MOD}
+
+
 def sum_is_canonical(u: UOp) -> bool:
-    """True when build_sum would rebuild `u` unchanged: a left-nested chain of distinct terms with at most one
-    nonzero constant, last, and no (x//c)*c + x%c pair. Checked without building any node."""
-    seen: set[UOp] = set()
-    node, first = u, True
-    while node.op is Ops.ADD:
-        r = node.src[1]
-        if r.op is Ops.ADD:
-            return False
-        if r.op is Ops.CONST:
-            if not first or r.arg.value == 0:
-                return False
-        else:
-            base = _term_base(r)
-            if base in seen or (base is not r and r.src[1].arg.value in (0, 1)):
-                return False
-            seen.add(base)
-        first = False
-        node = node.src[0]
-    base = _term_base(node)
-    if node.op is Ops.CONST or base in seen:
+    """True when fold_sum has nothing to do: u = a + b with b a term or the (nonzero) constant, a with no
+    constant, and b's base not already among a's terms (nor its //,% partner). The sources are assumed to be
+    fixed points already (graph_rewrite rewrites bottom-up), so a is canonical itself. No node is built."""
+    a, b = u.src
+    if b.op is Ops.ADD or a.op is Ops.CONST or (a.op is Ops.ADD and a.src[1].op is Ops.CONST):
         return False
-    seen.add(base)
-    divs = {t.src for t in seen if t.op is Ops.IDIV}
-    return not divs or not any(t.op is Ops.MOD and t.src in divs for t in seen)
+    if b.op is Ops.CONST:
+        return b.arg.value != 0
+    base = _term_base(b)
+    node = a
+    while True:
+        t = _term_base(node.src[1] if node.op is Ops.ADD else node)
+        if t is base or _divmod_pair(t, base):
+            return False
+        if node.op is not Ops.ADD:
+            return True
+        node = node.src[0]
 
 
 def fold_sum(u: UOp) -> UOp | None:
