@@ -211,7 +211,7 @@ def dtype_range(dt: DType) -> tuple[ConstType, ConstType]:
 
 def _fits(dt: DType, lo: ConstType, hi: ConstType) -> tuple[ConstType, ConstType]:
     """Clamp to the dtype's range; ints that may overflow get the whole range (C wraps)."""
-    if dt.kind == "f":
+    if dt is dtypes.index or dt.kind == "f":  # index math is unbounded integer math
         return lo, hi
     dlo, dhi = dtype_range(dt)
     if lo < dlo or hi > dhi:
@@ -227,6 +227,11 @@ def _mul_range(a: tuple, b: tuple) -> tuple:
     if len(vals) < 4:  # 0*inf is nan: the product can be anything in float
         return -math.inf, math.inf
     return min(vals), max(vals)
+
+
+def _mm_add(u: UOp) -> tuple[ConstType, ConstType]:
+    (a, A), (b, B) = u.src[0].min_max, u.src[1].min_max
+    return _fits(u.dtype, a + b, A + B)
 
 
 def _mm_cast(u: UOp) -> tuple[ConstType, ConstType]:
@@ -329,7 +334,7 @@ MIN_MAX_RULES: dict[Ops, Callable[[UOp], tuple[ConstType, ConstType]]] = {
     Ops.WHERE: _mm_where,
     Ops.NEG: lambda u: _fits(u.dtype, -u.src[0].vmax, -u.src[0].vmin),
     Ops.NOT: lambda u: (not u.src[0].vmax, not u.src[0].vmin),
-    Ops.ADD: lambda u: _fits(u.dtype, u.src[0].vmin + u.src[1].vmin, u.src[0].vmax + u.src[1].vmax),
+    Ops.ADD: _mm_add,
     Ops.SUB: lambda u: _fits(u.dtype, u.src[0].vmin - u.src[1].vmax, u.src[0].vmax - u.src[1].vmin),
     Ops.MUL: lambda u: _fits(u.dtype, *_mul_range(u.src[0].min_max, u.src[1].min_max)),
     Ops.MAX: lambda u: (max(u.src[0].vmin, u.src[1].vmin), max(u.src[0].vmax, u.src[1].vmax)),
