@@ -254,9 +254,12 @@ def view_index(view: UOp, idxs: tuple[UOp, ...]) -> tuple[UOp, UOp]:
     """(flat index, validity) of element `idxs` of a movement-op view of one global buffer: the index math
     rangeify emits for it, simplified (the validity is True when every element is in bounds)."""
     pushed = graph_rewrite(_index(view, idxs, TRUE), pm_push_index, RangeifyCtx(), bottom_up=False)
-    out = graph_rewrite(pushed, pm_symbolic + pm_loads)
+    out = graph_rewrite(pushed, pm_simplify_kernel)
     load = next(u for u in out.toposort() if u.op is Ops.LOAD)
     return load.src[0].src[1], load.src[2] if len(load.src) == 3 else TRUE
+
+
+pm_simplify_kernel = pm_symbolic + pm_loads
 
 
 # ---------------------------------------------------------------- kernels
@@ -305,7 +308,7 @@ def build_kernel(value: UOp, out_dtype: DType, out_device: object) -> tuple[UOp,
             store = UOp(Ops.END, (store, r))
     sink = UOp(Ops.SINK, (store,))
     sink = graph_rewrite(sink, pm_push_index, ctx, bottom_up=False)
-    sink = graph_rewrite(sink, pm_symbolic + pm_loads)
+    sink = graph_rewrite(sink, pm_simplify_kernel)
     return sink.replace(arg=KernelInfo(kernel_name(sink))), leaves
 
 
