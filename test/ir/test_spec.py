@@ -9,12 +9,14 @@ from unigrad.ir.ops import Ops
 from unigrad.ir.spec import (
     SpecError,
     verify_expanded,
+    verify_function,
     verify_kernel,
     verify_linear,
     verify_tensor_graph,
     verify_tensor_op,
 )
 from unigrad.ir.uop import UOp
+from unigrad.pipeline.callify import callify
 from unigrad.pipeline.expand import expand
 from unigrad.pipeline.linearize import linearize
 from unigrad.runtime import realize as rt
@@ -94,6 +96,16 @@ def test_linear_rejects_bad_order():
         verify_linear(UOp(Ops.LINEAR, (UOp.index_const(4), x, r)))
     with pytest.raises(SpecError, match="never closed"):
         verify_linear(UOp(Ops.LINEAR, (UOp.index_const(4), r)))
+
+
+def test_callified_function_verifies():
+    a = Tensor.ones(2, 3).realize()
+    fn = callify(UOp(Ops.SINK, ((a * 2 + a).sum(0).uop,)))
+    verify_function(fn)
+    with pytest.raises(SpecError, match="buffers must be PARAM placeholders"):
+        verify_function(fn.replace(src=(UOp(Ops.TUPLE, (a.uop,)),) + fn.src[1:]))
+    with pytest.raises(SpecError, match="expected FUNCTION"):
+        verify_function(fn.src[0])
 
 
 def test_spec_flag_checks_every_stage():

@@ -178,6 +178,26 @@ def verify_tensor_graph(root: UOp) -> None:
         verify_tensor_op(u)
 
 
+# ---------------------------------------------------------------- callify
+
+
+def verify_function(fn: UOp) -> None:
+    """After callify: FUNCTION(TUPLE(body...), args...) whose body reaches its buffers only through PARAM(k),
+    k < number of buffer args; the args are BUFFERs (maybe after a kernel) or bound Variables."""
+    if fn.op is not Ops.FUNCTION or not fn.src or fn.src[0].op is not Ops.TUPLE:
+        raise SpecError(f"callify: expected FUNCTION(TUPLE(...), args...), found {fn.op.name}")
+    n_buffers = sum(1 for a in fn.src[1:] if a.op is not Ops.PARAM)
+    for i, a in enumerate(fn.src[1:]):
+        ok = a.op is Ops.BUFFER or (a.op is Ops.AFTER and a.src[0].op is Ops.BUFFER) or a.op is Ops.PARAM
+        if not ok:
+            _fail(fn, f"arg {i}", "a BUFFER, AFTER(BUFFER, ...) or a bound Variable", a.op.name)
+    for u in fn.src[0].toposort():
+        if u.op in (Ops.BUFFER, Ops.AFTER):
+            raise SpecError(f"{u.op.name}: found in a callified body; buffers must be PARAM placeholders")
+        if u.op is Ops.PARAM and u.arg.name is None and not 0 <= u.arg.slot < n_buffers:
+            _fail(u, "slot", f"a slot in [0, {n_buffers})", u.arg.slot)
+
+
 # ---------------------------------------------------------------- lowered stages
 
 KERNEL_OPS = GroupOp.ALU | {Ops.SINK, Ops.END, Ops.STORE, Ops.INDEX, Ops.LOAD, Ops.RANGE, Ops.CONST, Ops.PARAM}

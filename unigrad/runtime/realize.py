@@ -19,7 +19,7 @@ from unigrad.dtype import DType
 from unigrad.helpers import no_gc
 from unigrad.ir.args import AddrSpace, BufferArg
 from unigrad.ir.ops import Ops
-from unigrad.ir.spec import verify_expanded, verify_kernel, verify_linear, verify_tensor_graph
+from unigrad.ir.spec import verify_expanded, verify_function, verify_kernel, verify_linear, verify_tensor_graph
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.callify import callify
 from unigrad.pipeline.expand import expand
@@ -101,6 +101,8 @@ def _kernelize(uops: list[UOp], device: str) -> tuple[list[UOp], dict[str, int]]
     if config.SPEC.value:
         verify_tensor_graph(sink)
     fn = callify(sink)
+    if config.SPEC.value:
+        verify_function(fn)
     body, args = fn.src[0], fn.src[1:]
     cs = _schedule(body, args, device)
     mapping = {p: args[p.arg.slot] for p in cs.inputs}
