@@ -14,6 +14,11 @@ from typing import Any
 import numpy as np
 
 from unigrad import config
+from unigrad.api.creation import CreationMixin
+from unigrad.api.math import MathMixin
+from unigrad.api.movement import MovementMixin
+from unigrad.api.nn import NNMixin
+from unigrad.api.reduce import ReduceMixin
 from unigrad.dtype import ConstType, DType, dtypes, promote_types, promote_with_dims, result_dtype_with_scalar, to_dtype
 from unigrad.ir.args import LoadArg, ReduceArg
 from unigrad.ir.ops import Ops
@@ -56,7 +61,7 @@ def _broadcast_shape(op: str, *shapes: Shape) -> Shape:
     return out
 
 
-class Tensor:
+class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
     """A lazy n-dimensional array on a device."""
 
     __slots__ = ("uop", "device", "requires_grad", "grad", "__weakref__")

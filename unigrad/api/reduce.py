@@ -1,0 +1,7 @@
+"""ReduceMixin: see unigrad/api/__init__.py. Methods use only core Tensor methods (self is a Tensor)."""
+
+from __future__ import annotations
+
+
+class ReduceMixin:
+    """Mixed into Tensor."""
