@@ -5,3 +5,5 @@ from __future__ import annotations
 
 class MathMixin:
     """Mixed into Tensor."""
+
+    __slots__ = ()

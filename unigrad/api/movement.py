@@ -5,3 +5,5 @@ from __future__ import annotations
 
 class MovementMixin:
     """Mixed into Tensor."""
+
+    __slots__ = ()
