@@ -299,6 +299,10 @@ class UOp:
         ua = a if isinstance(a, UOp) else UOp.const(b.dtype if isinstance(b, UOp) else dtypes.index, a)
         return UOp(Ops.WHERE, (self, ua, ua._rconst(b)))
 
+    def reshape_to(self, shape: tuple[int | UOp, ...]) -> UOp:
+        """RESHAPE to `shape` (self when it already has it)."""
+        return self if self.shape == tuple(shape) else UOp(Ops.RESHAPE, (self, UOp.shape_src(tuple(shape))))
+
     def cast(self, dtype: DType) -> UOp:
         return self if self.dtype == dtype else UOp(Ops.CAST, (self,), dtype)
 

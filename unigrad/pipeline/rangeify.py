@@ -270,8 +270,8 @@ def _is_buffer_leaf(u: UOp) -> bool:
 
 
 def is_contiguous_view(u: UOp) -> bool:
-    """A buffer seen through reshapes only: reading it needs no kernel."""
-    while u.op is Ops.RESHAPE:
+    """A buffer seen through reshapes only (maybe after an assign to it): reading it needs no kernel."""
+    while u.op is Ops.RESHAPE or (u.op is Ops.AFTER and u.src[0].op is Ops.RESHAPE):
         u = u.src[0]
     return _is_buffer_leaf(u)
 
@@ -289,17 +289,21 @@ def kernel_name(sink: UOp) -> str:
     return prefix + "".join(f"_{d.arg.value if d.op is Ops.CONST else d.render()}" for d in dims)
 
 
-def build_kernel(value: UOp, out_dtype: DType, out_device: object) -> tuple[UOp, list[UOp]]:
-    """The kernel AST computing `value` into a new flat buffer, and the buffers it reads (in PARAM order).
+def build_kernel(
+    value: UOp, out_dtype: DType, out_device: object, out_buffer: UOp | None = None
+) -> tuple[UOp, list[UOp]]:
+    """The kernel AST computing `value` into a flat buffer, and the buffers it reads (in PARAM order).
 
-    The kernel's PARAM 0 is the output, PARAM k >= 1 the k-th buffer it reads."""
+    The kernel's PARAM 0 is the output, PARAM k >= 1 the k-th buffer it reads. With `out_buffer` (an assign),
+    the output is that existing buffer, and reads of it in `value` go through PARAM 0 too (no aliasing)."""
     leaves = [u for u in value.toposort(gate=lambda x: not _is_buffer_leaf(x)) if _is_buffer_leaf(u)]
-    local = value.substitute({b: _param_like(b, k + 1) for k, b in enumerate(leaves)}) if leaves else value
+    leaves = [b for b in leaves if b is not out_buffer]
     shape = value.shape
-    size = 1
-    for s in shape:
-        size = s * size if not isinstance(size, int) or isinstance(s, int) else s * size
-    out = UOp(Ops.PARAM, (UOp.shape_src((size,)),), ParamArg(0, out_dtype, out_device, AddrSpace.GLOBAL))
+    out = UOp(Ops.PARAM, (UOp.shape_src((prod(shape),)),), ParamArg(0, out_dtype, out_device, AddrSpace.GLOBAL))
+    mapping = {b: _param_like(b, k + 1) for k, b in enumerate(leaves)}
+    if out_buffer is not None:
+        mapping[out_buffer] = out
+    local = value.substitute(mapping) if mapping else value
     ctx = RangeifyCtx()
     idxs = [UOp.index_const(0) if s == 1 else ctx.new_range(s) for s in shape]
     store = UOp(Ops.STORE, (UOp(Ops.INDEX, (out, flatten_index(tuple(idxs), shape))), _index(local, idxs, TRUE)))
@@ -310,6 +314,21 @@ def build_kernel(value: UOp, out_dtype: DType, out_device: object) -> tuple[UOp,
     sink = graph_rewrite(sink, pm_push_index, ctx, bottom_up=False)
     sink = graph_rewrite(sink, pm_simplify_kernel)
     return sink.replace(arg=KernelInfo(kernel_name(sink))), leaves
+
+
+def reads_output_elsewhere(ast: UOp) -> bool:
+    """An assign kernel that reads its output buffer at another element than the one it writes (e.g.
+    a.assign(a.flip(0))): running it in place would read values it already overwrote."""
+    stores = [u for u in ast.toposort() if u.op is Ops.STORE]
+    out = stores[0].src[0].src[0]
+    written = stores[0].src[0].src[1]
+    return any(u.op is Ops.LOAD and u.src[0].src[0] is out and u.src[0].src[1] is not written for u in ast.toposort())
+
+
+def _strip_views(u: UOp) -> UOp:
+    while u.op is Ops.RESHAPE:
+        u = u.src[0]
+    return u
 
 
 def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
@@ -368,11 +387,28 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
         call = UOp(Ops.CALL, (ast, out, leaf))
         return UOp(Ops.RESHAPE, (UOp(Ops.AFTER, (out, call)), UOp.shape_src(value.shape)))
 
+    def assign(store: UOp) -> UOp:
+        """STORE(target view, value) at the tensor level: a kernel writing into the target's buffer."""
+        target, value = store.src
+        buf = _strip_views(target)
+        ast, leaves = build_kernel(value.reshape_to(target.shape), value.dtype, buf.device, out_buffer=buf)
+        if reads_output_elsewhere(ast):  # compute the new value aside first, then copy it in
+            tmp = materialize(value, value.device or default_device)
+            ast, leaves = build_kernel(tmp.reshape_to(target.shape), value.dtype, buf.device, out_buffer=buf)
+        return UOp(Ops.CALL, (ast, buf, *leaves))
+
     for u in topo:
         if u is body:
             continue
         new_src = tuple(memo[s] for s in u.src)
         nu = u if new_src == u.src else u.replace(src=new_src)
+        if u.op is Ops.STORE:
+            memo[u] = assign(nu)
+            continue
+        if u.op is Ops.AFTER and nu.src[0].op is Ops.RESHAPE and any(s.op is Ops.CALL for s in nu.src[1:]):
+            view = nu.src[0]  # AFTER(view of buf, CALL) -> view of AFTER(buf, CALL)
+            memo[u] = UOp(Ops.RESHAPE, (UOp(Ops.AFTER, (_strip_views(view), *nu.src[1:])), view.src[1]))
+            continue
         if u not in realize:
             memo[u] = nu
             continue
