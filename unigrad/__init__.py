@@ -4,7 +4,7 @@ from unigrad.config import Context
 from unigrad.dtype import dtypes
 from unigrad.ir.uop import UOp
 from unigrad.runtime import Device
-from unigrad.tensor import Tensor
+from unigrad.tensor import Tensor, no_grad
 
 
 def Variable(name: str, vmin: int, vmax: int) -> UOp:
@@ -12,4 +12,4 @@ def Variable(name: str, vmin: int, vmax: int) -> UOp:
     return UOp.variable(name, vmin, vmax)
 
 
-__all__ = ["Tensor", "dtypes", "Device", "Variable", "Context", "UOp"]
+__all__ = ["Tensor", "dtypes", "Device", "Variable", "Context", "UOp", "no_grad"]

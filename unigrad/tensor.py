@@ -7,7 +7,9 @@ at the call that caused them, with the op, the shapes/dtypes and what was expect
 
 from __future__ import annotations
 
+import contextlib
 import math
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +22,7 @@ from unigrad.api.movement import MovementMixin
 from unigrad.api.nn import NNMixin
 from unigrad.api.reduce import ReduceMixin
 from unigrad.dtype import ConstType, DType, dtypes, promote_types, promote_with_dims, result_dtype_with_scalar, to_dtype
+from unigrad.gradient import gradients, remember_graph
 from unigrad.ir.args import LoadArg, ReduceArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.props import broadcast_shapes
@@ -52,6 +55,15 @@ def _norm_axis(op: str, axis: int, ndim: int) -> int:
     return axis + ndim if axis < 0 else axis
 
 
+# leaves with requires_grad=True, by id (a WeakSet would compare tensors with ==, which builds a Tensor);
+# held weakly: backward() fills their .grad
+_leaves: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+
+
+def _is_buffer_view(u: UOp) -> bool:
+    return u.op is Ops.BUFFER or (u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER)
+
+
 def _broadcast_shape(op: str, *shapes: Shape) -> Shape:
     """The broadcast of `shapes` (right-aligned, each axis equal or 1), or a RuntimeError naming them."""
     out = broadcast_shapes(*shapes)
@@ -61,10 +73,27 @@ def _broadcast_shape(op: str, *shapes: Shape) -> Shape:
     return out
 
 
+class no_grad(contextlib.ContextDecorator):
+    """`with no_grad():` (or `@no_grad()`): results built inside do not require grad, as torch.no_grad.
+    Sets the class-wide flag `Tensor.no_grad` (tinygrad spelling) and restores it on exit."""
+
+    def __init__(self) -> None:
+        self._saved: list[bool] = []
+
+    def __enter__(self) -> no_grad:
+        self._saved.append(Tensor.no_grad)
+        Tensor.no_grad = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        Tensor.no_grad = self._saved.pop()
+
+
 class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
     """A lazy n-dimensional array on a device."""
 
-    __slots__ = ("uop", "device", "requires_grad", "grad", "__weakref__")
+    __slots__ = ("uop", "device", "_requires_grad", "grad", "__weakref__")
+    no_grad: bool = False  # class-wide: results built while set do not require grad (see unigrad.no_grad)
 
     def __init__(
         self,
@@ -74,19 +103,22 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
         requires_grad: bool | None = None,
     ):
         self.device = Device.canonicalize(device)
-        self.requires_grad = requires_grad
+        self._requires_grad: bool | None = None
         self.grad: Tensor | None = None
-        dt = to_dtype(dtype) if dtype is not None else None
+        self.uop = self._data_uop(data, to_dtype(dtype) if dtype is not None else None)
+        if requires_grad is not None:
+            self.requires_grad = requires_grad
+
+    def _data_uop(self, data: Any, dt: DType | None) -> UOp:
+        """The graph of a new tensor holding `data`: a UOp, a Tensor, a Python scalar, a list/tuple or numpy data."""
         if isinstance(data, UOp):
-            self.uop = data
-            return
+            return data
         if isinstance(data, Tensor):
             data = data.numpy()
         if isinstance(data, np.generic):  # numpy scalars keep their dtype (np.float64 is also a Python float)
             data = np.asarray(data)
         elif isinstance(data, (bool, int, float)):
-            self.uop = UOp.const(dt or dtypes.from_py(data), data)
-            return
+            return UOp.const(dt or dtypes.from_py(data), data)
         if isinstance(data, (list, tuple)):
             arr = np.array(data)
             if arr.dtype == object:
@@ -96,8 +128,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
                 dt = dt or (dtypes.default_float if arr.dtype.kind == "f" else None)
             data = arr
         if isinstance(data, np.ndarray):
-            self.uop = self._from_numpy(data, dt)
-            return
+            return self._from_numpy(data, dt)
         raise TypeError(f"Tensor: cannot build a tensor from {type(data).__name__}")
 
     def _from_numpy(self, arr: np.ndarray, dt: DType | None) -> UOp:
@@ -138,12 +169,15 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
     def __repr__(self) -> str:
         return f"<Tensor {self.uop.op.name} {self.shape} {self.dtype} on {self.device}>"
 
-    def _new(self, u: UOp) -> Tensor:
-        """A tensor on this device for a UOp built from this one (no argument parsing: the hot path)."""
+    def _new(self, u: UOp, *others: Tensor) -> Tensor:
+        """A tensor on this device for a UOp built from this one and `others` (no argument parsing: the hot
+        path). Pass every other tensor `u` reads: the result requires grad if one of them does."""
         if config.SPEC.value:
             verify_tensor_op(u)
         t = object.__new__(Tensor)
-        t.uop, t.device, t.requires_grad, t.grad = u, self.device, None, None
+        t.uop, t.device, t._requires_grad, t.grad = u, self.device, None, None
+        if self._requires_grad or (others and any(o._requires_grad for o in others)):
+            t._join_autograd()
         return t
 
     # ---------------------------------------------------------------- creation
@@ -215,6 +249,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
         for dev in {t.device for t in ts}:
             group = [t for t in ts if t.device == dev]
             for t, u in zip(group, rt.kernelize([t.uop for t in group], dev)):
+                t._keep_graph_for_grad(u)
                 t.uop = u
         return self
 
@@ -224,6 +259,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
         for dev in {t.device for t in ts}:
             group = [t for t in ts if t.device == dev]
             for t, u in zip(group, rt.realize([t.uop for t in group], dev)):
+                t._keep_graph_for_grad(u)
                 t.uop = u
         return self
 
@@ -256,13 +292,145 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
         dev = Device.canonicalize(device)
         if dev == self.device:
             return self
-        return Tensor(UOp(Ops.LOAD, (self.uop,), LoadArg(dev)), device=dev)
+        out = Tensor(UOp(Ops.LOAD, (self.uop,), LoadArg(dev)), device=dev)
+        if self._requires_grad:
+            out._join_autograd()
+        return out
 
     def contiguous(self) -> Tensor:
         return self._new(UOp(Ops.LOAD, (self.uop,), LoadArg()))
 
+    # ---------------------------------------------------------------- autograd
+    @property
+    def requires_grad(self) -> bool | None:
+        """True for a leaf the user marked and for every float result built from one (outside no_grad)."""
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool | None) -> None:
+        if value and not self._requires_grad:
+            if not self.dtype.is_float:
+                raise RuntimeError(f"only Tensors of floating point dtype can require gradients, got {self.dtype}")
+            self._own_buffer()
+            _leaves[id(self)] = self
+        elif not value and self._requires_grad:
+            if not self.is_leaf:
+                raise RuntimeError(
+                    "requires_grad: you can only change requires_grad flags of leaf variables; use detach() to "
+                    "get a tensor that does not require grad"
+                )
+            del _leaves[id(self)]
+        self._requires_grad = value
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self._requires_grad or _leaves.get(id(self)) is self
+
     def detach(self) -> Tensor:
-        return self._new(UOp(Ops.DETACH, (self.uop,)))
+        """The same values, cut from the graph: no gradient flows through the result."""
+        return Tensor(UOp(Ops.DETACH, (self.uop,)), device=self.device)
+
+    def _own_buffer(self) -> None:
+        """Give a new leaf its own BUFFER: gradients find leaves by their node, and hash-consing would make
+        two Tensor.zeros(3) leaves one node. Realizes the tensor unless it already is a view of a buffer."""
+        if not _is_buffer_view(self.uop):
+            self.realize()
+        if not _is_buffer_view(self.uop):  # realize() left a view of another tensor's buffer: copy it
+            self.uop = UOp(Ops.LOAD, (self.uop,), LoadArg())
+            self.realize()
+
+    def _join_autograd(self) -> None:
+        """Built from a tensor that requires grad: so does this one if it holds floats (as PyTorch). Under
+        no_grad it does not, and DETACH cuts its graph so no later backward() reaches through it."""
+        if not self.uop.dtype.is_float:
+            return
+        if Tensor.no_grad:
+            self.uop = UOp(Ops.DETACH, (self.uop,))
+        else:
+            self._requires_grad = True
+
+    def _keep_graph_for_grad(self, realized: UOp) -> None:
+        """Called as realize()/kernelize() swap this tensor's graph for `realized`: keep the graph of a
+        non-leaf that requires grad, so gradients still flow through it to the leaves."""
+        if self._requires_grad and realized is not self.uop and not self.is_leaf:
+            remember_graph(realized, self.uop)
+
+    def _root_grad(self, op: str, gradient: Tensor | None) -> UOp:
+        """d(loss)/d(self): `gradient`, or 1 for a one-element tensor."""
+        if not self.dtype.is_float:
+            raise RuntimeError(f"{op}: only Tensors of floating point dtype have gradients, got {self.dtype}")
+        if gradient is None:
+            if self.numel() != 1:
+                raise RuntimeError(f"{op}: grad can be implicitly created only for scalar outputs, got {self.shape}")
+            return self.ones_like().uop
+        if gradient.shape != self.shape or gradient.device != self.device:
+            raise RuntimeError(
+                f"{op}: mismatch in shape or device: gradient has shape {gradient.shape} on {gradient.device}, "
+                f"the tensor {self.shape} on {self.device}"
+            )
+        return gradient.cast(self.dtype).uop
+
+    def gradient(
+        self, *targets: Tensor, gradient: Tensor | None = None, materialize_grads: bool = False
+    ) -> list[Tensor]:
+        """d(self)/d(target) for each target, as new lazy tensors (functional: no .grad changes). `gradient`
+        is d(loss)/d(self), default 1 for a one-element tensor. A target self does not depend on raises
+        RuntimeError, or gets zeros with materialize_grads=True."""
+        root_grad = self._root_grad("gradient", gradient)
+        for t in targets:
+            if not t.dtype.is_float:
+                raise RuntimeError(f"gradient: only Tensors of floating point dtype have gradients, got {t.dtype}")
+        out = []
+        for t, g in zip(targets, gradients(self.uop, root_grad, [t.uop for t in targets])):
+            if g is None and not materialize_grads:
+                raise RuntimeError(
+                    f"gradient: a target of shape {t.shape} is not used in the graph of this tensor "
+                    "(materialize_grads=True gives zeros)"
+                )
+            out.append(t.zeros_like() if g is None else Tensor(g, device=t.device))
+        return out
+
+    def backward(
+        self, gradient: Tensor | None = None, retain_graph: bool | None = None, create_graph: bool = False
+    ) -> Tensor:
+        """Add d(self)/d(leaf) into .grad of every leaf with requires_grad=True that self depends on; .grad
+        accumulates over calls as in PyTorch (reset it with `t.grad = None`). With create_graph the gradients
+        require grad themselves (for higher derivatives). Graphs are never freed, so retain_graph is accepted
+        and ignored. Returns self."""
+        if not self._requires_grad:
+            raise RuntimeError("backward: element 0 of tensors does not require grad and does not have a grad_fn")
+        root_grad = self._root_grad("backward", gradient)
+        leaves = list(_leaves.values())
+        for t, g in zip(leaves, gradients(self.uop, root_grad, [t.uop for t in leaves])):
+            if g is not None:
+                gt = Tensor(g, device=t.device)
+                if create_graph:
+                    gt._join_autograd()
+                t.grad = gt if t.grad is None else t.grad + gt
+        return self
+
+    def assign(self, x: Tensor | ConstType) -> Tensor:
+        """Write `x` into this tensor's buffer (the spec's assign: STORE, then AFTER). Needs a realized,
+        row-major tensor of the same shape; `x` is cast to this dtype. Returns self, now after the write."""
+        if not isinstance(x, Tensor):
+            x = self._const_like(x, self.dtype)
+        if x.shape != self.shape:
+            raise RuntimeError(f"assign: shape {x.shape} does not match the target's {self.shape}")
+        if x.device != self.device:
+            raise RuntimeError(f"assign: value on {x.device}, target on {self.device}")
+        target = self.uop
+        base = target
+        while base.op is Ops.RESHAPE:
+            base = base.src[0]
+        if base.op not in (Ops.BUFFER, Ops.AFTER):
+            target = self.contiguous().realize().uop  # assign into a fresh buffer holding the current value
+        store = UOp(Ops.STORE, (target, x.cast(self.dtype).uop))
+        self.uop = UOp(Ops.AFTER, (target, store))
+        return self
 
     # ---------------------------------------------------------------- movement
     def reshape(self, *shape: Any) -> Tensor:
@@ -404,7 +572,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
         return (y, x) if reverse else (x, y)
 
     def _alu(self, op: Ops, *srcs: Tensor) -> Tensor:
-        return self._new(UOp(op, (self.uop, *(s.uop for s in srcs))))
+        return self._new(UOp(op, (self.uop, *(s.uop for s in srcs))), *srcs)
 
     def _binop(self, op: Ops, other: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
         x, y = self._broadcasted(other, name, reverse)
@@ -580,7 +748,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
         return (self._float() + math.pi / 2).sin()
 
     def relu(self) -> Tensor:
-        return self.maximum(0)
+        """max(x, 0) with torch's gradient (0 at x == 0) and nan passed through."""
+        return (self > 0).where(self, (self != self).where(self, 0))
 
     def sigmoid(self) -> Tensor:
         return (1 + (-self._float()).exp()).reciprocal()

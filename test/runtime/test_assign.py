@@ -1,0 +1,64 @@
+"""Assign (STORE then AFTER): writes into an existing buffer, in place when it is safe."""
+
+import numpy as np
+import pytest
+
+from unigrad import Tensor
+from unigrad.ir.ops import Ops
+from unigrad.runtime import realize as rt
+
+DEVICES = ["CPU", "PYTHON"]
+
+
+def kernels_of(t: Tensor) -> int:
+    before = rt.stats.kernels
+    t.realize()
+    return rt.stats.kernels - before
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_assign_elementwise_in_place(device):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a = Tensor(x, device=device).realize()
+    view = a.reshape(6)  # another view of the same buffer sees the write
+    buf = rt.buffer_of(a.uop)
+    assert kernels_of(a.assign(a * 2 + 1)) == 1
+    assert rt.buffer_of(a.uop) is buf  # same buffer, written in place
+    np.testing.assert_allclose(a.numpy(), x * 2 + 1)
+    np.testing.assert_allclose(view.numpy(), (x * 2 + 1).reshape(6))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_assign_reading_other_elements_goes_through_a_copy(device):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a = Tensor(x, device=device).realize()
+    assert kernels_of(a.assign(a.flip(1))) == 2  # the flipped value is computed aside first
+    np.testing.assert_allclose(a.numpy(), x[:, ::-1])
+    c = Tensor([1, 2, 3], device=device).realize()
+    c.assign(c + c.sum()).realize()  # the sum reads every element while each is written
+    assert c.tolist() == [7, 8, 9]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_assign_casts_and_broadcasts_scalars(device):
+    a = Tensor([1.0, 2.0], device=device).realize()
+    a.assign(Tensor([3, 4], device=device))  # int value into a float buffer
+    assert a.tolist() == [3.0, 4.0]
+    a.assign(0.5)
+    assert a.tolist() == [0.5, 0.5]
+
+
+def test_assign_unrealized_target_and_errors():
+    b = Tensor.zeros(3)  # no buffer yet: one is made for it
+    b.assign(Tensor([1.0, 2.0, 3.0]))
+    assert b.tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(RuntimeError, match=r"assign: shape \(2,\) does not match the target's \(3,\)"):
+        b.assign(Tensor([1.0, 2.0]))
+
+
+def test_assign_is_store_then_after():
+    a = Tensor([1.0, 2.0]).realize()
+    a.assign(a + 1)
+    assert a.uop.op is Ops.AFTER and a.uop.src[1].op is Ops.STORE
+    a.realize()
+    assert a.uop.op is Ops.RESHAPE and a.uop.src[0].op is Ops.BUFFER

@@ -1,0 +1,336 @@
+"""Reverse-mode autodiff on tensor-level UOp graphs: one table of per-op rules and compute_gradient.
+
+In: a tensor-level graph `root` (the ops tensor.py builds: elementwise ALU ops on equal shapes, movement
+ops, REDUCE, LOAD, markers), the gradient of the result with root's shape and dtype, and a set of target
+nodes. Out: for each target reached from the root, a tensor-level UOp graph of d(root)/d(target), with the
+target's shape and dtype. Gradients are ordinary graphs, so they fuse and compile like any other; nothing
+is evaluated here.
+
+A rule maps (g, y) to one gradient per source of y, where g is the gradient flowing into y (y's shape and
+dtype) and None means "this source gets no gradient". Elementwise sources have y's shape, so rules build
+equal-shape elementwise nodes; scalars are broadcast the way tensor.py does it (CONST -> RESHAPE to 1s ->
+EXPAND). Only float values carry gradients: a source with a non-float dtype never receives one.
+
+`gradients` is what tensor.py calls: compute_gradient seeing through values that realize() turned into
+buffers (a tensor that requires grad leaves its graph in `realized_from` when it is realized).
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Callable
+
+from unigrad.dtype import ConstType
+from unigrad.ir.args import LoadArg, ReduceArg
+from unigrad.ir.ops import Ops
+from unigrad.ir.uop import UOp
+
+Grads = tuple[UOp | None, ...]
+GradientRule = Callable[[UOp, UOp], Grads]
+
+LN2 = math.log(2)
+
+
+# ---------------------------------------------------------------- builders for equal-shape tensor-level nodes
+
+
+def const_like(x: UOp, value: ConstType) -> UOp:
+    """`value` in x's dtype broadcast to x's shape: EXPAND(RESHAPE(CONST, (1,)*ndim), shape)."""
+    c = UOp.const(x.dtype, value)
+    if not x.shape:
+        return c
+    ones = UOp(Ops.RESHAPE, (c, UOp.shape_src((1,) * len(x.shape))))
+    return UOp(Ops.EXPAND, (ones, UOp.shape_src(x.shape)))
+
+
+def add(a: UOp, b: UOp) -> UOp:
+    return UOp(Ops.ADD, (a, b))
+
+
+def mul(a: UOp, b: UOp) -> UOp:
+    return UOp(Ops.MUL, (a, b))
+
+
+def neg(a: UOp) -> UOp:
+    return mul(a, const_like(a, -1))
+
+
+def recip(a: UOp) -> UOp:
+    return UOp(Ops.RECIP, (a,))
+
+
+def scale(a: UOp, k: float) -> UOp:
+    return mul(a, const_like(a, k))
+
+
+def cos(x: UOp) -> UOp:
+    """cos x = sin(x + pi/2), as tensor.py builds it."""
+    return UOp(Ops.SIN, (add(x, const_like(x, math.pi / 2)),))
+
+
+def where(cond: UOp, a: UOp, b: UOp) -> UOp:
+    return UOp(Ops.WHERE, (cond, a, b))
+
+
+def zero_unless(cond: UOp, a: UOp) -> UOp:
+    """a where cond holds, else 0."""
+    return where(cond, a, const_like(a, 0))
+
+
+def lt(a: UOp, b: UOp) -> UOp:
+    return UOp(Ops.CMPLT, (a, b))
+
+
+def ne(a: UOp, b: UOp) -> UOp:
+    return UOp(Ops.CMPNE, (a, b))
+
+
+def expand_to(x: UOp, shape: tuple) -> UOp:
+    """Broadcast the size-1 axes of x (same rank) to `shape`."""
+    return x if tuple(x.shape) == tuple(shape) else UOp(Ops.EXPAND, (x, UOp.shape_src(shape)))
+
+
+def reduce(x: UOp, op: Ops, axes: tuple[int, ...]) -> UOp:
+    return UOp(Ops.REDUCE, (x,), ReduceArg(op, axes)) if axes else x
+
+
+# ---------------------------------------------------------------- rules that do not fit on one line
+
+
+def max_grad(g: UOp, y: UOp) -> Grads:
+    """y = max(a, b): the larger source takes g; on a tie each takes g/2 (as torch.maximum)."""
+    a, b = y.src
+    differ, half = ne(a, b), scale(g, 0.5)
+    return where(differ, zero_unless(lt(b, a), g), half), where(differ, zero_unless(lt(a, b), g), half)
+
+
+def div_grad(g: UOp, y: UOp) -> Grads:
+    """y = a/b: dy/da = 1/b, dy/db = -a/b^2 = -y/b."""
+    inv_b = recip(y.src[1])
+    return mul(g, inv_b), neg(mul(g, mul(y, inv_b)))
+
+
+def where_grad(g: UOp, y: UOp) -> Grads:
+    """y = c ? a : b: g goes to the branch that was taken; the condition gets none."""
+    c = y.src[0]
+    zero = const_like(g, 0)
+    return None, where(c, g, zero), where(c, zero, g)
+
+
+def mod_grad(g: UOp, y: UOp) -> Grads:
+    """y = a mod b = a - b*floor(a/b) (floats): dy/da = 1, dy/db = -floor(a/b) = -(a - y)/b."""
+    a, b = y.src
+    return g, neg(mul(g, mul(add(a, neg(y)), recip(b))))
+
+
+def pow_grad(g: UOp, y: UOp) -> Grads:
+    """y = a^b: dy/da = b*a^(b-1) (0 where b == 0), dy/db = y*ln(a) (0 where a == 0 and b >= 0), as torch."""
+    a, b = y.src
+    zero = const_like(b, 0)
+    da = mul(g, mul(b, UOp(Ops.POW, (a, add(b, const_like(b, -1))))))
+    db = mul(g, mul(y, scale(UOp(Ops.LOG2, (a,)), LN2)))
+    return zero_unless(ne(b, zero), da), zero_unless(UOp(Ops.OR, (ne(a, zero), lt(b, zero))), db)
+
+
+def expand_grad(g: UOp, y: UOp) -> Grads:
+    """y = EXPAND(x): every copy of an element adds its gradient back: sum g over the expanded axes."""
+    x = y.src[0]
+    axes = tuple(i for i, (a, b) in enumerate(zip(x.shape, y.shape)) if a != b)
+    return reduce(g, Ops.ADD, axes), None
+
+
+def permute_grad(g: UOp, y: UOp) -> Grads:
+    """y = PERMUTE(x, order): permute g back with the inverse order."""
+    inverse = tuple(sorted(range(len(y.arg)), key=lambda i: y.arg[i]))
+    return (UOp(Ops.PERMUTE, (g,), inverse),)
+
+
+def stack_grad(g: UOp, y: UOp) -> Grads:
+    """y = STACK(x_0, x_1, ...) along a new leading axis: x_i gets slice i of g."""
+    out = []
+    for i, x in enumerate(y.src):
+        offsets = UOp.shape_src((i,) + (0,) * len(x.shape))
+        piece = UOp(Ops.SHRINK, (g, offsets, UOp.shape_src((1, *x.shape))))
+        out.append(UOp(Ops.RESHAPE, (piece, UOp.shape_src(x.shape))))
+    return tuple(out)
+
+
+def reduce_grad(g: UOp, y: UOp) -> Grads:
+    """y = REDUCE(x, op, axes); g keeps the reduced axes as size 1."""
+    return (REDUCE_RULES[y.arg.op](g, y, y.src[0], y.arg.axes),)
+
+
+def reduce_max_grad(g: UOp, y: UOp, x: UOp, axes: tuple[int, ...]) -> UOp:
+    """Every element equal to the max shares g evenly (torch.amax / Tensor.max() semantics; torch's
+    max(dim) instead gives it all to one index). A nan max matches no element: its gradient is nan."""
+    is_max = where(ne(x, expand_to(y, x.shape)), const_like(x, 0), const_like(x, 1))
+    share = mul(g, recip(reduce(is_max, Ops.ADD, axes)))
+    return mul(is_max, expand_to(share, x.shape))
+
+
+def reduce_mul_grad(g: UOp, y: UOp, x: UOp, axes: tuple[int, ...]) -> UOp:
+    """d(prod x)/dx_i = prod of the others, exact with zeros: with no zero in the group it is p/x_i (p the
+    product), with one zero it is p_nonzero at the zero and 0 elsewhere, with two or more zeros it is 0."""
+    nonzero = ne(x, const_like(x, 0))
+    safe = where(nonzero, x, const_like(x, 1))
+    p = expand_to(reduce(safe, Ops.MUL, axes), x.shape)  # product of the nonzero elements
+    zeros = expand_to(reduce(where(nonzero, const_like(x, 0), const_like(x, 1)), Ops.ADD, axes), x.shape)
+    at_nonzero = where(ne(zeros, const_like(x, 0)), const_like(x, 0), mul(p, recip(safe)))
+    at_zero = where(ne(zeros, const_like(x, 1)), const_like(x, 0), p)
+    return mul(expand_to(g, x.shape), where(nonzero, at_nonzero, at_zero))
+
+
+REDUCE_RULES: dict[Ops, Callable[[UOp, UOp, UOp, tuple[int, ...]], UOp]] = {
+    Ops.ADD: lambda g, y, x, axes: expand_to(g, x.shape),  # d(sum x)/dx_i = 1: broadcast g back
+    Ops.MAX: reduce_max_grad,
+    Ops.MUL: reduce_mul_grad,
+}
+
+
+def load_grad(g: UOp, y: UOp) -> Grads:
+    """y = LOAD(x) (contiguous() or to(device)): identity on data; a device copy copies g back."""
+    x = y.src[0]
+    back = g if y.arg.device is None or y.arg.device == x.device else UOp(Ops.LOAD, (g,), LoadArg(x.device))
+    return (back,) + (None,) * (len(y.src) - 1)
+
+
+def no_gradient(g: UOp, y: UOp) -> Grads:
+    """Leaves, and ops whose result is piecewise constant in or unrelated to float sources."""
+    return (None,) * len(y.src)
+
+
+# ---------------------------------------------------------------- the table: one rule per op
+
+GRADIENT_RULES: dict[Ops, GradientRule] = {
+    # leaves: nothing to pass on (their sources, if any, are shapes)
+    Ops.BUFFER: no_gradient,
+    Ops.BUFFER_VIEW: no_gradient,
+    Ops.CONST: no_gradient,
+    Ops.PARAM: no_gradient,
+    Ops.BINARY: no_gradient,
+    Ops.AFTER: no_gradient,  # a kernelized buffer: data, not a computation we can differentiate
+    # elementwise, primitive
+    Ops.ADD: lambda g, y: (g, g),  # d(a+b) = da + db
+    Ops.MUL: lambda g, y: (mul(g, y.src[1]), mul(g, y.src[0])),  # d(ab) = b da + a db
+    Ops.MAX: max_grad,
+    Ops.RECIP: lambda g, y: (neg(mul(g, mul(y, y))),),  # d(1/x) = -1/x^2 dx = -y^2 dx
+    Ops.TRUNC: lambda g, y: (const_like(g, 0),),  # piecewise constant: zero almost everywhere
+    Ops.CAST: lambda g, y: (UOp(Ops.CAST, (g,), y.src[0].dtype),),  # cast the gradient back
+    Ops.WHERE: where_grad,
+    Ops.MOD: mod_grad,
+    Ops.IDIV: no_gradient,  # floor(a/b): torch implements no derivative
+    Ops.CMPLT: no_gradient,
+    Ops.CMPNE: no_gradient,
+    Ops.AND: no_gradient,
+    Ops.OR: no_gradient,
+    Ops.XOR: no_gradient,
+    Ops.SHL: no_gradient,
+    Ops.SHR: no_gradient,
+    # elementwise, decomposed by the spec (tensor.py builds EXP2, LOG2, SIN, SQRT; the rest have rules too)
+    Ops.EXP2: lambda g, y: (mul(g, scale(y, LN2)),),  # d(2^x) = 2^x ln2 dx
+    Ops.LOG2: lambda g, y: (mul(g, recip(scale(y.src[0], LN2))),),  # d(log2 x) = dx / (x ln2)
+    Ops.SIN: lambda g, y: (mul(g, cos(y.src[0])),),  # d(sin x) = cos x dx
+    Ops.SQRT: lambda g, y: (mul(g, recip(scale(y, 2))),),  # d(sqrt x) = dx / (2 sqrt x)
+    Ops.NEG: lambda g, y: (neg(g),),  # d(-x) = -dx
+    Ops.SUB: lambda g, y: (g, neg(g)),  # d(a-b) = da - db
+    Ops.DIV: div_grad,
+    Ops.MULACC: lambda g, y: (mul(g, y.src[1]), mul(g, y.src[0]), g),  # d(ab+c) = b da + a db + dc
+    Ops.POW: pow_grad,
+    Ops.CMPGT: no_gradient,
+    Ops.CMPGE: no_gradient,
+    Ops.CMPLE: no_gradient,
+    Ops.CMPEQ: no_gradient,
+    Ops.NOT: no_gradient,
+    Ops.THREEFRY: no_gradient,  # random bits
+    # movement: move the gradient back
+    Ops.RESHAPE: lambda g, y: (UOp(Ops.RESHAPE, (g, UOp.shape_src(y.src[0].shape))), None),
+    Ops.EXPAND: expand_grad,
+    Ops.PERMUTE: permute_grad,
+    Ops.FLIP: lambda g, y: (UOp(Ops.FLIP, (g,), y.arg),),  # flipping is its own inverse
+    Ops.PAD: lambda g, y: (UOp(Ops.SHRINK, (g, y.src[1], UOp.shape_src(y.src[0].shape))), None, None),  # cut it out
+    Ops.SHRINK: lambda g, y: (UOp(Ops.PAD, (g, y.src[1], UOp.shape_src(y.src[0].shape))), None, None),  # 0 outside
+    Ops.STACK: stack_grad,
+    Ops.BITCAST: no_gradient,  # reinterpreted bits: not differentiable (as torch's view(dtype))
+    # reduce
+    Ops.REDUCE: reduce_grad,
+    # load and markers
+    Ops.LOAD: load_grad,
+    Ops.CONTIGUOUS: lambda g, y: (g,),  # identity on data
+    Ops.DETACH: no_gradient,  # stops gradients, by definition
+    Ops.CONTIGUOUSBACKWARD: lambda g, y: (UOp(Ops.LOAD, (g,), LoadArg()),),  # make the gradient contiguous
+}
+
+
+# ---------------------------------------------------------------- the walk
+
+
+def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, UOp]:
+    """d(root)/d(t) for each target t reached from root along float values, as UOp graphs.
+
+    Walks the nodes between root and the targets in reverse topological order, applies each node's rule to
+    its accumulated gradient and adds the results into its sources' gradients (a node used twice gets the
+    sum). Targets not reached are missing from the result. Raises NotImplementedError for an op on the
+    path without a rule."""
+    if tuple(root_grad.shape) != tuple(root.shape):
+        raise ValueError(f"compute_gradient: root gradient shape {root_grad.shape} != root shape {root.shape}")
+    order = root.toposort()
+    on_path: set[UOp] = set()  # nodes with a float path down to a target
+    for u in order:
+        if u in targets or (u.dtype.is_float and any(s in on_path for s in u.src)):
+            on_path.add(u)
+    grads: dict[UOp, UOp] = {root: root_grad}
+    for u in reversed(order):
+        g = grads.get(u)
+        if g is None or not any(s in on_path for s in u.src):
+            continue
+        rule = GRADIENT_RULES.get(u.op)
+        if rule is None:
+            raise NotImplementedError(f"gradient: no rule for {u.op.name} (shape {u.shape}, dtype {u.dtype})")
+        for s, sg in zip(u.src, rule(g, u)):
+            if sg is None or s not in on_path or not s.dtype.is_float:
+                continue
+            grads[s] = sg if s not in grads else add(grads[s], sg)
+    return {t: grads[t] for t in targets if t in grads}
+
+
+# ---------------------------------------------------------------- gradients through realized values
+
+# realize() replaces a tensor's graph by a view of its buffer; for a tensor that requires grad the graph is
+# kept here (keyed weakly by the realized view), so a later backward() still reaches the leaves behind it.
+realized_from: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
+
+
+def remember_graph(realized: UOp, graph: UOp) -> None:
+    """`realized` (a view of a buffer) holds the value of `graph`."""
+    realized_from[realized] = realized_from.get(graph, graph)
+
+
+def unrealize(u: UOp, memo: dict[UOp, UOp]) -> UOp:
+    """u with every remembered realized value replaced by the graph that computed it, recursively.
+    memo maps each realized value met to its unrealized graph."""
+    mapping: dict[UOp, UOp] = {}
+    for n in u.toposort(gate=lambda x: x not in realized_from):
+        if n in realized_from:
+            if n not in memo:
+                memo[n] = unrealize(realized_from[n], memo)
+            mapping[n] = memo[n]
+    return u.substitute(mapping) if mapping else u
+
+
+def gradients(root: UOp, root_grad: UOp, targets: list[UOp]) -> list[UOp | None]:
+    """compute_gradient for a tensor graph, seeing through realized values: the walk runs on the graphs
+    that computed them, and the gradients read each such value from its buffer again. None for a target
+    the root does not depend on."""
+    if not realized_from:
+        grads = compute_gradient(root, root_grad, set(targets))
+        return [grads.get(t) for t in targets]
+    memo: dict[UOp, UOp] = {}
+    graph_targets = [unrealize(t, memo) for t in targets]
+    grads = compute_gradient(unrealize(root, memo), root_grad, set(graph_targets))
+    found = [grads.get(t) for t in graph_targets]
+    back = {graph: realized for realized, graph in memo.items()}
+    if not back or all(g is None for g in found):
+        return found
+    rebuilt = iter(UOp(Ops.TUPLE, tuple(g for g in found if g is not None)).substitute(back).src)
+    return [None if g is None else next(rebuilt) for g in found]
