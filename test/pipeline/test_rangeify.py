@@ -114,3 +114,16 @@ def test_loop_nesting_of_reduce_inside_output_loop(a):
     # the accumulator is reset inside the output loop, before the reduce loop opens
     reset = next(i for i, u in enumerate(lin.src) if u.op is Ops.STORE and u.src[1].op is Ops.CONST)
     assert first_range < reset < second_range
+
+
+def test_reduce_that_skips_an_outer_loop_nests_correctly():
+    """The second sum does not depend on the row loop (r0) but on the column loop it sits in: its loop must
+    still nest inside the loops of its own value (regression: linearize used the END's open-set size)."""
+    x = Tensor(np.arange(24, dtype=np.float32).reshape(2, 3, 4)).realize()
+    w = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4)).realize()
+    out = x.sum(2) / w.reshape(1, 3, 4).expand(2, 3, 4).sum(2)  # (2, 3): the w-sum does not use the row loop
+    (ast,) = _kernels(out)
+    verify_linear(linearize(expand(ast)))
+    np.testing.assert_allclose(
+        out.numpy(), np.arange(24.0).reshape(2, 3, 4).sum(2) / np.arange(12.0).reshape(3, 4).sum(1)
+    )

@@ -31,7 +31,17 @@ def linearize(sink: UOp) -> UOp:
     missing = [r for r in open_r if r.op is Ops.RANGE and r not in end_of]
     if missing:
         raise ValueError(f"linearize: RANGE r{missing[0].arg.id} is never closed by an END")
-    depth = {r: len(open_r[e]) for r, e in end_of.items()}
+    # a loop's depth is one more than the deepest loop still open at its END (its enclosing loop): loops
+    # that do not depend on every outer range (a hoisted reduce) still nest inside the innermost one they use
+    depth: dict[UOp, int] = {}
+
+    def depth_of(r: UOp) -> int:
+        if r not in depth:
+            depth[r] = 1 + max((depth_of(p) for p in open_r[end_of[r]]), default=-1)
+        return depth[r]
+
+    for r in end_of:
+        depth_of(r)
 
     def scope(u: UOp) -> UOp | None:
         rs = open_r[u] if u.op is not Ops.RANGE else open_r[u] - {u}

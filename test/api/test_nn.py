@@ -1,0 +1,184 @@
+"""NN functional ops against torch.nn.functional: forward values, shapes, dtypes, and gradients."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from unigrad import Tensor
+
+ATOL, RTOL = 1e-5, 1e-4
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(0)
+
+
+def close(u: Tensor, t: torch.Tensor, atol: float = ATOL, rtol: float = RTOL) -> None:
+    assert u.shape == tuple(t.shape), (u.shape, tuple(t.shape))
+    assert u.dtype.name == str(t.dtype).removeprefix("torch."), (u.dtype, t.dtype)
+    np.testing.assert_allclose(u.numpy(), t.detach().numpy(), atol=atol, rtol=rtol)
+
+
+def randn(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("shape,axis", [((5,), 0), ((3, 7), -1), ((3, 7), 0), ((2, 1, 4), 1), ((0, 3), 1)])
+def test_softmax_log_softmax(rng, shape, axis):
+    x = randn(rng, *shape) * 5
+    close(Tensor(x).softmax(axis), F.softmax(torch.tensor(x), axis))
+    close(Tensor(x).log_softmax(axis), F.log_softmax(torch.tensor(x), axis))
+
+
+def test_softmax_of_a_permuted_view(rng):
+    x = randn(rng, 4, 6)
+    close(Tensor(x).T.softmax(-1), F.softmax(torch.tensor(x).T, -1))
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (2, 3, 5), (1, 5)])
+def test_linear_layernorm_batchnorm(rng, shape):
+    x, w, b = randn(rng, *shape), randn(rng, 5, 4), randn(rng, 4)
+    close(Tensor(x).linear(Tensor(w), Tensor(b)), F.linear(torch.tensor(x), torch.tensor(w).T, torch.tensor(b)))
+    close(Tensor(x).layernorm(), F.layer_norm(torch.tensor(x), (5,)), atol=1e-5)
+    xb = randn(rng, 4, 3, 2)
+    mean, var, g, bb = randn(rng, 3), np.abs(randn(rng, 3)) + 0.5, randn(rng, 3), randn(rng, 3)
+    want = F.batch_norm(torch.tensor(xb), torch.tensor(mean), torch.tensor(var), torch.tensor(g), torch.tensor(bb))
+    got = Tensor(xb).batchnorm(Tensor(g), Tensor(bb), Tensor(mean), (Tensor(var) + 1e-5).sqrt().reciprocal())
+    close(got, want)
+
+
+def test_one_hot():
+    y = np.array([0, 3, 1, 1])
+    close(Tensor(y).one_hot(5), F.one_hot(torch.tensor(y), 5))
+    close(Tensor(y).one_hot(), F.one_hot(torch.tensor(y)))
+    with pytest.raises(RuntimeError, match="one_hot"):
+        Tensor([0.5]).one_hot(2)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_cross_entropy(rng, reduction, smoothing):
+    x, y = randn(rng, 6, 5), rng.integers(0, 5, 6)
+    want = F.cross_entropy(torch.tensor(x), torch.tensor(y), reduction=reduction, label_smoothing=smoothing)
+    close(Tensor(x).cross_entropy(Tensor(y), reduction=reduction, label_smoothing=smoothing), want)
+    p = F.softmax(torch.tensor(randn(rng, 6, 5)), 1).numpy()
+    want = F.cross_entropy(torch.tensor(x), torch.tensor(p), reduction=reduction)
+    close(Tensor(x).cross_entropy(Tensor(p), reduction=reduction), want)
+
+
+def test_cross_entropy_spatial(rng):
+    x, y = randn(rng, 2, 4, 3, 3), rng.integers(0, 4, (2, 3, 3))
+    close(Tensor(x).cross_entropy(Tensor(y)), F.cross_entropy(torch.tensor(x), torch.tensor(y)))
+
+
+@pytest.mark.parametrize("ignore", [None, 2])
+def test_nll_and_sparse_categorical(rng, ignore):
+    x, y = randn(rng, 7, 4), rng.integers(0, 4, 7)
+    logp = F.log_softmax(torch.tensor(x), 1)
+    kw = {} if ignore is None else {"ignore_index": ignore}
+    close(Tensor(logp.numpy()).nll_loss(Tensor(y), **kw), F.nll_loss(logp, torch.tensor(y), **kw))
+    want = F.cross_entropy(torch.tensor(x), torch.tensor(y), ignore_index=-1 if ignore is None else ignore)
+    got = Tensor(x).sparse_categorical_crossentropy(Tensor(y), ignore_index=-1 if ignore is None else ignore)
+    close(got, want)
+
+
+def test_binary_losses(rng):
+    logits, y = randn(rng, 9), (rng.random(9) > 0.5).astype(np.float32)
+    p = torch.sigmoid(torch.tensor(logits))
+    close(Tensor(p.numpy()).binary_crossentropy(Tensor(y)), F.binary_cross_entropy(p, torch.tensor(y)))
+    want = F.binary_cross_entropy_with_logits(torch.tensor(logits), torch.tensor(y))
+    close(Tensor(logits).binary_crossentropy_logits(Tensor(y)), want)
+    a, b = randn(rng, 3, 4), randn(rng, 3, 4)
+    close(Tensor(a).mse_loss(Tensor(b)), F.mse_loss(torch.tensor(a), torch.tensor(b)))
+    close(Tensor(a).l1_loss(Tensor(b), reduction="sum"), F.l1_loss(torch.tensor(a), torch.tensor(b), reduction="sum"))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("mask", [None, "bool", "float"])
+def test_scaled_dot_product_attention(rng, causal, mask):
+    q, k, v = randn(rng, 2, 3, 5, 8), randn(rng, 2, 3, 5, 8), randn(rng, 2, 3, 5, 8)
+    m = None if mask is None else rng.random((5, 5)) > 0.3 if mask == "bool" else randn(rng, 5, 5)
+    if m is not None and mask == "bool":
+        m[:, 0] = True  # every row keeps one position
+    tm = None if m is None else torch.tensor(m)
+    want = F.scaled_dot_product_attention(torch.tensor(q), torch.tensor(k), torch.tensor(v), tm, is_causal=causal)
+    got = Tensor(q).scaled_dot_product_attention(
+        Tensor(k), Tensor(v), None if m is None else Tensor(m), is_causal=causal
+    )
+    close(got, want, atol=1e-5)
+
+
+CONV2D_CASES = [
+    dict(),
+    dict(stride=2),
+    dict(padding=1),
+    dict(padding="same"),
+    dict(dilation=2, padding=2),
+    dict(stride=(2, 1), padding=(1, 0)),
+    dict(groups=3),
+]
+
+
+@pytest.mark.parametrize("kw", CONV2D_CASES)
+def test_conv2d_forward_and_backward(rng, kw):
+    groups = kw.get("groups", 1)
+    x, w, b = randn(rng, 2, 3, 7, 6), randn(rng, 6, 3 // groups, 3, 3), randn(rng, 6)
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    ux, uw, ub = (Tensor(a, requires_grad=True) for a in (x, w, b))
+    want = F.conv2d(tx, tw, tb, **kw)
+    got = ux.conv2d(uw, ub, **kw)
+    close(got, want, atol=1e-4)
+    g = randn(rng, *want.shape)
+    want.backward(torch.tensor(g))
+    got.backward(Tensor(g))
+    for u, t in ((ux, tx), (uw, tw), (ub, tb)):
+        np.testing.assert_allclose(u.grad.numpy(), t.grad.numpy(), atol=1e-4, rtol=1e-3)
+
+
+def test_conv1d_conv3d(rng):
+    x, w = randn(rng, 2, 4, 11), randn(rng, 3, 4, 3)
+    close(
+        Tensor(x).conv1d(Tensor(w), stride=2, padding=1),
+        F.conv1d(torch.tensor(x), torch.tensor(w), stride=2, padding=1),
+    )
+    x, w = randn(rng, 1, 2, 5, 4, 6), randn(rng, 3, 2, 2, 3, 2)
+    close(Tensor(x).conv3d(Tensor(w)), F.conv3d(torch.tensor(x), torch.tensor(w)), atol=1e-4)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(stride=2), dict(stride=2, padding=1, output_padding=1), dict(groups=2)])
+def test_conv_transpose2d(rng, kw):
+    x, w = randn(rng, 2, 4, 5, 6), randn(rng, 4, 3 if "groups" not in kw else 3, 3, 3)
+    want = F.conv_transpose2d(torch.tensor(x), torch.tensor(w), **kw)
+    close(Tensor(x).conv_transpose2d(Tensor(w), **kw), want, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=(2, 3), stride=1)]
+)
+def test_pooling(rng, kw):
+    x = randn(rng, 2, 3, 9, 8)
+    close(Tensor(x).max_pool2d(**kw), F.max_pool2d(torch.tensor(x), **kw))
+    close(Tensor(x).avg_pool2d(**kw), F.avg_pool2d(torch.tensor(x), **kw))
+    if kw.get("padding"):
+        close(
+            Tensor(x).avg_pool2d(**kw, count_include_pad=False),
+            F.avg_pool2d(torch.tensor(x), **kw, count_include_pad=False),
+        )
+
+
+def test_conv_errors():
+    with pytest.raises(RuntimeError, match="conv: input"):
+        Tensor.ones(1, 3, 5, 5).conv2d(Tensor.ones(2, 4, 3, 3))
+    with pytest.raises(RuntimeError, match="larger than the input"):
+        Tensor.ones(1, 1, 2, 2).conv2d(Tensor.ones(1, 1, 3, 3))
+
+
+def test_conv_is_one_kernel(rng):
+    from unigrad.runtime import realize as rt
+
+    x, w = Tensor(randn(rng, 2, 3, 8, 8)).realize(), Tensor(randn(rng, 4, 3, 3, 3)).realize()
+    before = rt.stats.kernels
+    x.conv2d(w, padding=1).realize()
+    assert rt.stats.kernels - before == 1
