@@ -128,3 +128,11 @@ def test_bfloat16_and_half_roundtrip(device):
     for dt in (dtypes.bfloat16, dtypes.float16):
         t = Tensor(x, device=device, dtype=dt)
         np.testing.assert_allclose((t * 2).float().numpy(), x * 2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_unused_input_buffer_keeps_the_others_in_their_slots(device):
+    """A size-0 input whose loads are simplified away is not a kernel parameter; the rest still line up."""
+    a = Tensor(np.zeros((0, 3), np.float32), device=device)
+    b = Tensor(np.arange(3, dtype=np.float32).reshape(1, 3), device=device)
+    np.testing.assert_allclose((a.pad(((0, 1), (0, 0))) + b).numpy(), [[0.0, 1.0, 2.0]])

@@ -1,9 +1,66 @@
-"""CreationMixin: see unigrad/api/__init__.py. Methods use only core Tensor methods (self is a Tensor)."""
+"""CreationMixin: see unigrad/api/__init__.py. Methods use only core Tensor methods (self is a Tensor).
+
+Constructors beyond the core's full/zeros/ones/empty/arange and full_like/zeros_like/ones_like. Random
+numbers (manual_seed, rand, randn, randint, uniform, normal, kaiming_*, glorot_uniform, randperm,
+multinomial, dropout, rand_like) wait for the THREEFRY primitive in the kernel pipeline.
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from unigrad.dtype import DType, dtypes, to_dtype
+
+if TYPE_CHECKING:
+    from unigrad.tensor import Tensor
 
 
 class CreationMixin:
     """Mixed into Tensor."""
 
     __slots__ = ()
+
+    @staticmethod
+    def linspace(
+        start: int | float,
+        end: int | float,
+        steps: int,
+        dtype: DType | str | None = None,
+        device: str | None = None,
+    ) -> Tensor:
+        """`steps` evenly spaced values from start to end inclusive, computed as torch does: the first half
+        counts up from start, the second half down from end (so both ends are exact). Float dtypes compute in
+        their own precision (float32 for half types), integer dtypes in float64 and then truncate."""
+        from unigrad.tensor import Tensor
+
+        if not isinstance(steps, int) or steps < 0:
+            raise RuntimeError(f"linspace: number of steps must be a non-negative int, got {steps!r}")
+        dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+        if steps <= 1:
+            return Tensor.full((steps,), start, dtype=dt, device=device)
+        compute = dt if dt in (dtypes.float32, dtypes.float64) else dtypes.float64 if dt.is_int else dtypes.float32
+        step = (end - start) / (steps - 1)
+        i = Tensor.arange(steps, device=device).cast(compute)
+        up = i * step + start
+        down = (steps - 1 - i) * -step + end
+        return (i < steps // 2).where(up, down).cast(dt)
+
+    @staticmethod
+    def eye(n: int, m: int | None = None, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+        """The n x m identity: ones on the diagonal, built from movement ops alone (a column of ones padded
+        with n zeros per row, read as (n, n)), so it folds into whatever uses it."""
+        from unigrad.tensor import Tensor
+
+        cols = n if m is None else m
+        if not isinstance(n, int) or not isinstance(cols, int) or n < 0 or cols < 0:
+            raise RuntimeError(f"eye: n and m must be non-negative ints, got n={n!r}, m={m!r}")
+        dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+        k = min(n, cols)
+        ones = Tensor.ones(k, dtype=dt, device=device)
+        return ones.diag().pad(((0, n - k), (0, cols - k)))
+
+    def empty_like(self: Tensor, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+        """An uninitialized tensor of self's shape (and dtype/device unless given)."""
+        from unigrad.tensor import Tensor
+
+        return Tensor.empty(self.shape, dtype=dtype or self.dtype, device=device or self.device)

@@ -1,9 +1,1117 @@
-"""MovementMixin: see unigrad/api/__init__.py. Methods use only core Tensor methods (self is a Tensor)."""
+"""MovementMixin: see unigrad/api/__init__.py. Methods use only core Tensor methods (self is a Tensor).
+
+Movement, indexing, gather/scatter and sorting, all written over the core's movement ops (reshape, expand,
+permute, flip, pad, shrink), comparisons, where and reductions. There is no gather primitive: a lookup
+`out[i] = x[idx[i]]` is the spec's one-hot composition, `where(idx[i] == k, x[k], 0).sum(k)`, so it costs
+O(len(idx) * n) work (fused into one reduce kernel, never materialized as a mask buffer). Sorting ranks each
+element by counting the elements that sort before it: O(n^2) comparisons along the sorted dim.
+
+Ops whose output shape depends on data (nonzero, masked_select, boolean-mask indexing, unique, tensor-valued
+repeat_interleave) realize a count first (`.item()`/`.tolist()`: a sync point), then build the result.
+
+Selections sum one value with zeros, so a selected -0.0 comes back as 0.0; index values outside their
+dimension that are only known at run time (tensor indices) select zeros instead of raising.
+"""
 
 from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from unigrad.dtype import DType, dtypes, least_upper_dtype
+
+if TYPE_CHECKING:
+    from unigrad.dtype import ConstType
+    from unigrad.tensor import Tensor
+
+
+# ---------------------------------------------------------------- helpers (module level: no Tensor state)
+
+
+def _dim(op: str, d: int, ndim: int) -> int:
+    """`d` normalized into [0, ndim), or torch's IndexError (a 0-d tensor takes -1 and 0)."""
+    lo, hi = (-ndim, ndim - 1) if ndim > 0 else (-1, 0)
+    if not isinstance(d, int) or not lo <= d <= hi:
+        raise IndexError(f"{op}: dimension out of range (expected to be in range of [{lo}, {hi}], but got {d})")
+    return d + ndim if d < 0 else d
+
+
+def _ints(args: Sequence[Any]) -> tuple[int, ...]:
+    """Varargs or one sequence: f(1, 2) and f((1, 2)) both give (1, 2)."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return tuple(args)
+
+
+def _tensor_list(first: Any, rest: Sequence[Any]) -> list[Tensor]:
+    """cat/stack/meshgrid arguments: `a.cat(b, c)`, `Tensor.cat(a, b)` or `Tensor.cat([a, b])`."""
+    if isinstance(first, (list, tuple)):
+        return [*first, *rest]
+    return [first, *rest]
+
+
+def _zero(x: Tensor) -> Tensor:
+    """A 0-d zero of x's dtype on x's device (False for bool)."""
+    from unigrad.tensor import Tensor
+
+    return Tensor(False if x.dtype is dtypes.bool else 0, dtype=x.dtype, device=x.device)
+
+
+def _select_sum(x: Tensor, axis: int | tuple[int, ...]) -> Tensor:
+    """Sum over `axis` of a tensor with at most one nonzero along it (a one-hot selection), in x's dtype."""
+    if x.dtype is dtypes.bool:
+        return x.cast(dtypes.uint8).sum(axis, dtype=dtypes.uint8).cast(dtypes.bool)
+    return x.sum(axis, dtype=x.dtype)
+
+
+def _arange(n: int, device: str) -> Tensor:
+    from unigrad.tensor import Tensor
+
+    return Tensor.arange(n, dtype=dtypes.int64, device=device)
+
+
+def _check_index_dtype(op: str, idx: Tensor) -> None:
+    if not (idx.dtype.is_int or idx.dtype is dtypes.bool):
+        raise IndexError(f"{op}: tensors used as indices must be long, int, byte or bool tensors, got {idx.dtype}")
+
+
+def _cumsum_last(x: Tensor) -> Tensor:
+    """Inclusive prefix sum along the last axis of a 1-D or 2-D int tensor, in blocks of ~sqrt(n): each
+    element sums its block's prefix (a triangular one-hot sum, O(n*b)) plus the totals of the blocks before it
+    (O((n/b)^2)), so O(n^1.5) work instead of the O(n^2) of one triangle."""
+    n = x.shape[-1]
+    b = max(1, math.isqrt(max(n - 1, 0)) + 1)
+    nb = -(-n // b)
+    lead = x.shape[:-1]
+    blocks = x.pad(((0, 0),) * len(lead) + ((0, nb * b - n),)).reshape(*lead, nb, b)
+    tri_b = _arange(b, x.device).reshape(b, 1) >= _arange(b, x.device).reshape(1, b)  # [i, j]: j <= i
+    within = tri_b.where(blocks.unsqueeze(-2), 0).sum(-1, dtype=x.dtype)  # (..., nb, b)
+    totals = blocks.sum(-1, dtype=x.dtype)  # (..., nb)
+    tri_nb = _arange(nb, x.device).reshape(nb, 1) > _arange(nb, x.device).reshape(1, nb)  # [i, j]: j < i
+    before = tri_nb.where(totals.unsqueeze(-2), 0).sum(-1, dtype=x.dtype)  # (..., nb)
+    out = (within + before.unsqueeze(-1)).reshape(*lead, nb * b)
+    return out.shrink(tuple((0, s) for s in lead) + ((0, n),))
+
+
+def _every(x: Tensor, steps: Sequence[int]) -> Tensor:
+    """x[::s0, ::s1, ...] for positive steps: pad each dim to a multiple of its step, split it into
+    (count, step) and keep column 0."""
+    if all(s == 1 for s in steps):
+        return x
+    counts = [-(-n // s) for n, s in zip(x.shape, steps)]
+    x = x.pad(tuple((0, m * s - n) for n, m, s in zip(x.shape, counts, steps)))
+    x = x.reshape(tuple(d for m, s in zip(counts, steps) for d in (m, s)))
+    x = x.shrink(tuple(b for m in counts for b in ((0, m), (0, 1))))
+    return x.reshape(tuple(counts))
+
+
+def _every_inverse(v: Tensor, steps: Sequence[int], sizes: Sequence[int]) -> Tensor:
+    """The inverse of _every: v's elements at every step-th position of a zero-filled tensor of `sizes`."""
+    if all(s == 1 for s in steps):
+        return v
+    v = v.reshape(tuple(d for m in v.shape for d in (m, 1)))
+    v = v.pad(tuple(p for s in steps for p in ((0, 0), (0, s - 1))))
+    v = v.reshape(tuple(m * s for m, s in zip(v.shape[::2], steps)))
+    return v.shrink(tuple((0, n) for n in sizes))
+
+
+# ---------------------------------------------------------------- indexing plan
+
+
+@dataclass(frozen=True)
+class _DimIndex:
+    """How basic indexing treats one dim of the source: keep [start, stop), flip it if `flip`, take every
+    `step`-th element; `drop` for an integer index (the dim is removed)."""
+
+    start: int
+    stop: int
+    step: int = 1
+    flip: bool = False
+    drop: bool = False
+
+
+@dataclass(frozen=True)
+class _IndexPlan:
+    """An index expression split into its basic part (per source dim, plus new None/bool dims) and its
+    advanced part (index tensors by position in the basic result)."""
+
+    dims: tuple[_DimIndex, ...]
+    basic_shape: tuple[int, ...]  # shape after basic indexing (ints dropped, None dims inserted)
+    empty: tuple[int, ...]  # positions in basic_shape of new dims from a False index (size 0)
+    adv: tuple[tuple[int, Tensor], ...]  # (position in basic_shape, int64 index tensor)
+
+
+@dataclass(frozen=True)
+class _Mask:
+    """A bool tensor index: it covers mask.ndim dims and stands for the coordinates of its True elements."""
+
+    mask: Tensor
+
+
+def _slice_dim(s: slice, n: int) -> _DimIndex:
+    if s.step == 0:
+        raise ValueError("__getitem__: slice step cannot be zero")
+    start, stop, step = s.indices(n)
+    length = len(range(start, stop, step))
+    if length == 0:
+        return _DimIndex(0, 0)
+    if step > 0:
+        return _DimIndex(start, start + (length - 1) * step + 1, step)
+    last = start + (length - 1) * step  # the lowest element taken
+    return _DimIndex(last, start + 1, -step, flip=True)
+
+
+def _index_array(item: Any) -> np.ndarray:
+    """A list or numpy array used as an index, as int64 or bool data (IndexError for anything else)."""
+    arr = np.asarray(item)
+    if arr.dtype == object or (arr.dtype.kind not in "biu" and arr.size):
+        raise IndexError(f"__getitem__: tensors used as indices must be long, int or bool, got {item!r}")
+    return arr.astype(np.bool_ if arr.dtype.kind == "b" else np.int64)
+
+
+def _index_plan(x: Tensor, index: Any) -> _IndexPlan:
+    """Parse a Python index expression as numpy/torch do: ints and slices are basic, None/True insert a
+    dim, Ellipsis fills the dims not named, and int/bool tensors (and lists) are advanced indices."""
+    from unigrad.tensor import Tensor
+
+    items = list(index) if isinstance(index, tuple) else [index]
+    bounds: dict[int, tuple[int, int]] = {}  # id of an index tensor made from a list -> (min, max) of its values
+    for i, it in enumerate(items):
+        if isinstance(it, np.integer):
+            items[i] = int(it)
+        elif isinstance(it, (list, tuple, np.ndarray)):
+            arr = _index_array(it)
+            items[i] = Tensor(arr, device=x.device)
+            if arr.dtype.kind != "b" and arr.size:
+                bounds[id(items[i])] = (int(arr.min()), int(arr.max()))
+        elif not isinstance(it, (int, slice, type(None), type(Ellipsis), Tensor)):
+            raise IndexError(
+                f"__getitem__: only integers, slices, None, Ellipsis and int/bool tensors are valid indices, "
+                f"got {type(it).__name__}"
+            )
+    # bool tensors: 0-d ones act as True/False, others become one int index tensor per dim they cover
+    expanded: list[Any] = []
+    for it in items:
+        if isinstance(it, Tensor):
+            _check_index_dtype("__getitem__", it)
+            if it.dtype is dtypes.bool:
+                if it.ndim == 0:
+                    expanded.append(bool(it.item()))
+                    continue
+                expanded.append(_Mask(it))
+                continue
+        expanded.append(it)
+    consumed = sum(
+        it.mask.ndim if isinstance(it, _Mask) else 1
+        for it in expanded
+        if isinstance(it, (_Mask, slice, Tensor)) or (isinstance(it, int) and not isinstance(it, bool))
+    )
+    if sum(it is Ellipsis for it in expanded) > 1:
+        raise IndexError("__getitem__: an index can only have a single ellipsis ('...')")
+    if consumed > x.ndim:
+        raise IndexError(f"__getitem__: too many indices for tensor of dimension {x.ndim} (got {consumed})")
+    if any(it is Ellipsis for it in expanded):
+        at = next(i for i, it in enumerate(expanded) if it is Ellipsis)
+        expanded[at : at + 1] = [slice(None)] * (x.ndim - consumed)
+    else:
+        expanded += [slice(None)] * (x.ndim - consumed)
+
+    dims: list[_DimIndex] = []
+    basic_shape: list[int] = []
+    adv: list[tuple[int, Tensor]] = []
+    empty: list[int] = []
+    d = 0  # current source dim
+    for it in expanded:
+        if it is None or isinstance(it, bool):
+            if it is False:
+                empty.append(len(basic_shape))
+            basic_shape.append(1)
+        elif isinstance(it, int):
+            n = x.shape[d]
+            if not -n <= it < n:
+                raise IndexError(f"__getitem__: index {it} is out of bounds for dimension {d} with size {n}")
+            i = it + n if it < 0 else it
+            dims.append(_DimIndex(i, i + 1, drop=True))
+            d += 1
+        elif isinstance(it, slice):
+            di = _slice_dim(it, x.shape[d])
+            dims.append(di)
+            basic_shape.append(len(range(0, di.stop - di.start, di.step)))
+            d += 1
+        else:
+            if isinstance(it, _Mask):  # a bool mask over mask.ndim dims: its nonzero() coordinates (a sync point)
+                mask = it.mask
+                covered = x.shape[d : d + mask.ndim]
+                if mask.shape != covered:
+                    raise IndexError(
+                        f"__getitem__: the shape of the mask {mask.shape} at index {d} does not match the shape "
+                        f"of the indexed tensor {covered}"
+                    )
+                coords = mask.nonzero()
+                idxs = [coords[:, k] for k in range(mask.ndim)]
+            else:
+                lo, hi = bounds.get(id(it), (0, -1))
+                if lo < -x.shape[d] or hi >= x.shape[d]:
+                    raise IndexError(
+                        f"__getitem__: index {hi if hi >= x.shape[d] else lo} is out of bounds for dimension {d} "
+                        f"with size {x.shape[d]}"
+                    )
+                idxs = [it]
+            for idx in idxs:
+                n = x.shape[d]
+                dims.append(_DimIndex(0, n))
+                adv.append((len(basic_shape), idx.cast(dtypes.int64)))
+                basic_shape.append(n)
+                d += 1
+    return _IndexPlan(tuple(dims), tuple(basic_shape), tuple(empty), tuple(adv))
+
+
+def _basic_index(x: Tensor, plan: _IndexPlan) -> Tensor:
+    """Apply the basic part of a plan: one shrink, one flip, the strides, one reshape (drop/insert dims)."""
+    x = x.shrink(tuple((di.start, di.stop) for di in plan.dims))
+    flips = [i for i, di in enumerate(plan.dims) if di.flip]
+    if flips:
+        x = x.flip(flips)
+    x = _every(x, [di.step for di in plan.dims])
+    x = x.reshape(plan.basic_shape)
+    if plan.empty:
+        x = x.shrink(tuple((0, 0) if i in plan.empty else None for i in range(x.ndim)))
+    return x
+
+
+def _basic_unindex(v: Tensor, plan: _IndexPlan, shape: tuple[int, ...]) -> Tensor:
+    """The inverse of _basic_index: v (of the basic shape) placed where it came from in a zero-filled tensor
+    of `shape`."""
+    sizes = [di.stop - di.start for di in plan.dims]
+    kept = [len(range(0, s, di.step)) for s, di in zip(sizes, plan.dims)]
+    v = v.reshape(tuple(kept))
+    v = _every_inverse(v, [di.step for di in plan.dims], sizes)
+    flips = [i for i, di in enumerate(plan.dims) if di.flip]
+    if flips:
+        v = v.flip(flips)
+    return v.pad(tuple((di.start, n - di.stop) for di, n in zip(plan.dims, shape)))
+
+
+def _adv_layout(plan: _IndexPlan) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+    """(advanced positions, other positions, adjacent?) in the basic shape. Adjacent advanced indices keep
+    their place in the result; separated ones put the broadcast index shape first (numpy/torch rule)."""
+    pos = tuple(p for p, _ in plan.adv)
+    rest = tuple(p for p in range(len(plan.basic_shape)) if p not in pos)
+    adjacent = pos == tuple(range(pos[0], pos[0] + len(pos)))
+    return pos, rest, adjacent
+
+
+def _adv_indices(plan: _IndexPlan, op: str) -> tuple[tuple[int, ...], list[Tensor]]:
+    """The broadcast shape of the index tensors, and each one broadcast to it with negatives wrapped."""
+    from unigrad.tensor import _broadcast_shape
+
+    shapes = [idx.shape for _, idx in plan.adv]
+    try:
+        bshape = _broadcast_shape(op, *shapes)
+    except RuntimeError:
+        raise IndexError(
+            f"{op}: shape mismatch: indexing tensors could not be broadcast together with shapes "
+            f"{', '.join(map(str, shapes))}"
+        ) from None
+    out = []
+    for p, idx in plan.adv:
+        n = plan.basic_shape[p]
+        out.append((idx < 0).where(idx + n, idx).expand(bshape))
+    return bshape, out
+
+
+def _adv_match(plan: _IndexPlan, bshape: tuple[int, ...], idxs: list[Tensor], n_rest: int) -> Tensor:
+    """[b..., k_1..k_m, 1...]: True where index tuple b selects source position (k_1..k_m) (the one-hot
+    masks of the spec's gather, one per advanced dim, AND-ed)."""
+    m = len(idxs)
+    match = None
+    for j, ((p, _), idx) in enumerate(zip(plan.adv, idxs)):
+        n = plan.basic_shape[p]
+        pos_shape = (1,) * len(bshape) + tuple(n if i == j else 1 for i in range(m)) + (1,) * n_rest
+        one = idx.reshape(bshape + (1,) * (m + n_rest)) == _arange(n, idx.device).reshape(pos_shape)
+        match = one if match is None else match & one
+    assert match is not None
+    return match
+
+
+def _advanced_get(x: Tensor, plan: _IndexPlan) -> Tensor:
+    """x (already basic-indexed) gathered at the advanced indices: [B..., rest...] summed one-hot selections,
+    then B moved to the first advanced position if the advanced indices are adjacent."""
+    pos, rest, adjacent = _adv_layout(plan)
+    bshape, idxs = _adv_indices(plan, "__getitem__")
+    xp = x.permute(pos + rest)  # [k_1..k_m, rest...]
+    xe = xp.reshape((1,) * len(bshape) + xp.shape)
+    match = _adv_match(plan, bshape, idxs, len(rest))
+    nb, m = len(bshape), len(pos)
+    out = _select_sum(match.where(xe, _zero(x)), tuple(range(nb, nb + m)))  # [B..., rest...]
+    if adjacent and pos[0] > 0:
+        before = pos[0]  # rest dims that come before the advanced block
+        order = tuple(range(nb, nb + before)) + tuple(range(nb)) + tuple(range(nb + before, out.ndim))
+        out = out.permute(order)
+    return out
+
+
+def _advanced_set(x: Tensor, plan: _IndexPlan, value: Tensor) -> Tensor:
+    """x (already basic-indexed) with `value` (broadcast to x[advanced]'s shape) written at the advanced
+    indices. Where several index tuples hit one position, the last one wins (as PyTorch on CPU)."""
+    pos, rest, adjacent = _adv_layout(plan)
+    bshape, idxs = _adv_indices(plan, "__setitem__")
+    nb, m = len(bshape), len(pos)
+    if adjacent and pos[0] > 0:  # bring value to the [B..., rest...] layout
+        before = pos[0]
+        order = tuple(range(before, before + nb)) + tuple(range(before)) + tuple(range(before + nb, value.ndim))
+        value = value.permute(order)
+    nflat = math.prod(bshape)
+    if nflat == 0:
+        return x
+    xp = x.permute(pos + rest)  # [k..., rest...]
+    match = _adv_match(plan, bshape, idxs, 0)  # [B..., k...]
+    flat_b = _arange(nflat, x.device).reshape(bshape + (1,) * m)
+    last = match.where(flat_b, -1).reshape(nflat, *xp.shape[:m]).max(0)  # [k...]: the winning index tuple
+    win = last.reshape((1,) * nb + last.shape) == flat_b  # [B..., k...]
+    win = win.reshape(win.shape + (1,) * len(rest))
+    val = value.reshape(bshape + (1,) * m + value.shape[nb:])
+    picked = _select_sum(win.where(val, _zero(x)), tuple(range(nb)))  # [k..., rest...]
+    hit = (last >= 0).reshape(last.shape + (1,) * len(rest))
+    new = hit.where(picked, xp)
+    inverse = [0] * xp.ndim
+    for i, p in enumerate(pos + rest):
+        inverse[p] = i
+    return new.permute(inverse)
+
+
+def _scatter_dim(self: Tensor, op: str, dim: int, index: Tensor) -> int:
+    """Checks shared by gather/scatter: same ndim, int index, index no larger than self off `dim`."""
+    d = _dim(op, dim, self.ndim)
+    if not index.dtype.is_int:
+        raise RuntimeError(f"{op}: expected an integer index tensor, got {index.dtype}")
+    if index.ndim != self.ndim:
+        raise RuntimeError(
+            f"{op}: index tensor must have the same number of dimensions as the input tensor "
+            f"(index {index.shape}, input {self.shape})"
+        )
+    for i, (a, b) in enumerate(zip(index.shape, self.shape)):
+        if i != d and a > b:
+            raise RuntimeError(f"{op}: size of index {index.shape} does not fit input {self.shape} at dimension {i}")
+    return d
+
+
+# ---------------------------------------------------------------- the mixin
 
 
 class MovementMixin:
     """Mixed into Tensor."""
 
     __slots__ = ()
+
+    # ------------------------------------------------------------ joining and splitting
+    def cat(self: Tensor, *args: Tensor, dim: int = 0) -> Tensor:
+        """Concatenate along `dim` (dtypes promote as in torch.cat). Each input is padded into place and the
+        pieces merged with where(), so the result is one fused kernel."""
+        from unigrad.tensor import Tensor
+
+        tensors = _tensor_list(self, args)
+        if not tensors:
+            raise ValueError("cat: expected a non-empty list of Tensors")
+        if any(not isinstance(t, Tensor) for t in tensors):
+            raise TypeError(f"cat: expected Tensors, got {[type(t).__name__ for t in tensors]}")
+        if any(t.ndim == 0 for t in tensors):
+            raise RuntimeError("cat: zero-dimensional tensor cannot be concatenated")
+        if len({t.device for t in tensors}) > 1:
+            raise RuntimeError(f"cat: expected all tensors on one device, got {[t.device for t in tensors]}")
+        dt = least_upper_dtype(*(t.dtype for t in tensors))
+        # torch skips legacy empty tensors of shape (0,) beside tensors of other ranks
+        ref = next((t for t in tensors if t.shape != (0,)), tensors[0])
+        parts = [t.cast(dt) for t in tensors if t.shape != (0,) or t is ref]
+        d = _dim("cat", dim, ref.ndim)
+        for i, t in enumerate(parts):
+            if t.ndim != ref.ndim or any(a != b for j, (a, b) in enumerate(zip(t.shape, ref.shape)) if j != d):
+                raise RuntimeError(
+                    f"cat: sizes of tensors must match except in dimension {d}: expected {ref.shape} (off dim {d}), "
+                    f"got {t.shape} for tensor {i}"
+                )
+        # pieces empty along dim add nothing (and an empty input buffer is best kept out of the kernel)
+        parts = [t for t in parts if t.shape[d]] or parts[:1]
+        if len(parts) == 1:
+            return parts[0]
+        total = sum(t.shape[d] for t in parts)
+        out: Tensor | None = None
+        offset = total
+        for t in reversed(parts):
+            offset -= t.shape[d]
+            where = tuple((offset, total - offset - t.shape[d]) if i == d else (0, 0) for i in range(t.ndim))
+            placed = t.pad(where)
+            if out is None:
+                out = placed
+            else:
+                mask = Tensor.ones(t.shape, dtype=dtypes.bool, device=t.device).pad(where)
+                out = mask.where(placed, out)
+        assert out is not None
+        return out
+
+    def stack(self: Tensor, *args: Tensor, dim: int = 0) -> Tensor:
+        """Join equal-shaped tensors along a new dim `dim`."""
+        tensors = _tensor_list(self, args)
+        if not tensors:
+            raise RuntimeError("stack: expected a non-empty list of Tensors")
+        shape = tensors[0].shape
+        for i, t in enumerate(tensors):
+            if t.shape != shape:
+                raise RuntimeError(f"stack: expects each tensor to be equal size, but got {shape} and {t.shape} ({i})")
+        d = _dim("stack", dim, len(shape) + 1)
+        first, *rest = (t.unsqueeze(d) for t in tensors)
+        return first.cat(*rest, dim=d)
+
+    def split(self: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+        """Pieces of `split_size` along dim (the last may be smaller), or of the listed sizes."""
+        d = _dim("split", dim, self.ndim)
+        n = self.shape[d]
+        if isinstance(split_size_or_sections, int):
+            size = split_size_or_sections
+            if size < 0 or (size == 0 and n != 0):
+                raise RuntimeError(f"split: split_size must be positive (or 0 for a 0-size dim), got {size}")
+            sizes = [min(size, n - i) for i in range(0, n, size)] if n else [0]
+        else:
+            sizes = list(split_size_or_sections)
+            if any(s < 0 for s in sizes) or sum(sizes) != n:
+                raise RuntimeError(
+                    f"split: split_with_sizes expects split_sizes to sum exactly to {n} (dim {d} of {self.shape}), "
+                    f"got {sizes}"
+                )
+        out = []
+        start = 0
+        for s in sizes:
+            out.append(self.shrink(tuple((start, start + s) if i == d else None for i in range(self.ndim))))
+            start += s
+        return tuple(out)
+
+    def chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        """At most `chunks` pieces of ceil(n/chunks) along dim (fewer if they run out, as torch)."""
+        if chunks <= 0:
+            raise RuntimeError(f"chunk: expects `chunks` to be greater than 0, got {chunks}")
+        d = _dim("chunk", dim, self.ndim)
+        n = self.shape[d]
+        if n == 0:
+            return tuple(self for _ in range(chunks))
+        return self.split(-(-n // chunks), d)
+
+    def unflatten(self: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+        """Dim `dim` split into `sizes` (one may be -1)."""
+        d = _dim("unflatten", dim, self.ndim)
+        sizes = tuple(sizes)
+        if sizes.count(-1) > 1:
+            raise RuntimeError(f"unflatten: only one dimension can be inferred, got sizes {sizes}")
+        known = math.prod([s for s in sizes if s != -1])
+        if -1 in sizes:
+            if known == 0 or self.shape[d] % known:
+                raise RuntimeError(f"unflatten: sizes {sizes} do not fit dim {d} of {self.shape}")
+            sizes = tuple(self.shape[d] // known if s == -1 else s for s in sizes)
+        elif known != self.shape[d]:
+            raise RuntimeError(
+                f"unflatten: provided sizes {sizes} don't multiply up to the size of dim {d} ({self.shape[d]}) of "
+                f"{self.shape}"
+            )
+        return self.reshape(self.shape[:d] + sizes + self.shape[d + 1 :])
+
+    # ------------------------------------------------------------ repeating
+    def repeat(self: Tensor, *repeats: int) -> Tensor:
+        """Tile the tensor `repeats[i]` times along dim i (leading repeats add dims): reshape to (1, s) per
+        dim, expand to (r, s), merge."""
+        reps = _ints(repeats)
+        if len(reps) < self.ndim:
+            raise RuntimeError(
+                f"repeat: number of dimensions of repeat dims {reps} can not be smaller than the number of "
+                f"dimensions of the tensor {self.shape}"
+            )
+        if any(r < 0 for r in reps):
+            raise RuntimeError(f"repeat: repeats must be non-negative, got {reps}")
+        base = (1,) * (len(reps) - self.ndim) + self.shape
+        x = self.reshape(tuple(d for s in base for d in (1, s)))
+        x = x.expand(tuple(d for r, s in zip(reps, base) for d in (r, s)))
+        return x.reshape(tuple(r * s for r, s in zip(reps, base)))
+
+    def tile(self: Tensor, *dims: int) -> Tensor:
+        """torch.tile: repeat, with missing leading repeats taken as 1."""
+        reps = _ints(dims)
+        return self.repeat((1,) * (self.ndim - len(reps)) + reps)
+
+    def repeat_interleave(
+        self: Tensor, repeats: int | Sequence[int] | Tensor, dim: int | None = None, output_size: int | None = None
+    ) -> Tensor:
+        """Repeat each element `repeats` times along dim (flattened when dim is None). Per-element repeats
+        from a tensor make the output length data-dependent: it is read back first (a sync point)."""
+        from unigrad.tensor import Tensor
+
+        x = self.flatten() if dim is None else self
+        d = 0 if dim is None else _dim("repeat_interleave", dim, self.ndim)
+        if isinstance(repeats, int):
+            if repeats < 0:
+                raise RuntimeError(f"repeat_interleave: repeats can not be negative, got {repeats}")
+            if x.ndim == 0:
+                x = x.reshape(1)
+            y = x.unsqueeze(d + 1)
+            y = y.expand(y.shape[: d + 1] + (repeats,) + y.shape[d + 2 :])
+            return y.flatten(d, d + 1)
+        reps = repeats if isinstance(repeats, Tensor) else Tensor(list(repeats), dtype=dtypes.int64, device=x.device)
+        if not reps.dtype.is_int:
+            raise RuntimeError(f"repeat_interleave: repeats must be an integer tensor, got {reps.dtype}")
+        n = x.shape[d] if x.ndim else 1
+        if reps.ndim > 1 or (reps.numel() not in (1, n)):
+            raise RuntimeError(
+                f"repeat_interleave: repeats must have the same size as input along dim {d} ({n}), got {reps.shape}"
+            )
+        reps = reps.reshape(-1).cast(dtypes.int64).expand(n)
+        total = int(reps.sum().item()) if output_size is None else output_size
+        cum = _cumsum_last(reps)  # (n,) inclusive
+        src = (cum.reshape(1, n) <= _arange(total, x.device).reshape(total, 1)).sum(1)  # (total,) source index
+        return x.index_select(d, src)
+
+    # ------------------------------------------------------------ windows and rotations
+    def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
+        """torch.Tensor.unfold: windows of `size` every `step` along `dimension`; that dim becomes the window
+        count and a new last dim holds each window. Built by tiling the dim `size` times with a row length of
+        n+1, so row k starts k elements later (a movement-only composition, like the spec's prefix_sum)."""
+        if self.ndim == 0:  # torch: a 0-d tensor unfolds into `size` (0 or 1) copies of itself
+            _dim("unfold", dimension, 0)
+            if size not in (0, 1) or step <= 0:
+                raise RuntimeError(f"unfold: size {size} and step {step} do not fit a 0-d tensor")
+            return self.reshape(1).shrink(((0, size),))
+        x = self
+        d = _dim("unfold", dimension, x.ndim)
+        n = x.shape[d]
+        if size < 0 or size > n:
+            raise RuntimeError(f"unfold: maximum size for tensor at dimension {d} is {n} but size is {size}")
+        if step <= 0:
+            raise RuntimeError(f"unfold: step is {step} but must be > 0")
+        windows = (n - size) // step + 1
+        x = x.movedim(d, -1)  # (..., n)
+        lead = x.shape[:-1]
+        if size == 0:
+            out = x.shrink(tuple((0, s) for s in lead) + ((0, 0),)).reshape(*lead, 0, 0)
+            out = out.pad(tuple((0, 0) for _ in lead) + ((0, windows), (0, 0)))
+        else:
+            tiled = x.unsqueeze(-2).expand(*lead, size, n).reshape(*lead, size * n)
+            tiled = tiled.pad(tuple((0, 0) for _ in lead) + ((0, size),)).reshape(*lead, size, n + 1)
+            shifted = tiled.shrink(tuple((0, s) for s in lead) + ((0, size), (0, n - size + 1)))  # [k, j] = x[j+k]
+            out = _every(shifted, (1,) * len(lead) + (1, step))  # (..., size, windows)
+            out = out.transpose(-1, -2)
+        return out.movedim(-2, d)
+
+    def roll(self: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
+        """Rotate elements by `shifts` along `dims` (the flattened tensor when dims is None): the dim is
+        doubled by expand and a window of it kept."""
+        if dims is None:
+            if not isinstance(shifts, int) and len(shifts) != 1:
+                raise RuntimeError(f"roll: with dims=None shifts must be a single int, got {shifts}")
+            s = shifts if isinstance(shifts, int) else shifts[0]
+            return self.flatten().roll(s, 0).reshape(self.shape)
+        sh = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+        ds = (dims,) if isinstance(dims, int) else tuple(dims)
+        if len(sh) != len(ds):
+            raise RuntimeError(f"roll: shifts {sh} and dims {ds} must have the same length")
+        x = self
+        for s, dim in zip(sh, ds):
+            d = _dim("roll", dim, x.ndim)
+            n = x.shape[d]
+            k = s % n if n else 0
+            if k == 0:
+                continue
+            twice = x.unsqueeze(d)
+            twice = twice.expand(twice.shape[:d] + (2,) + twice.shape[d + 1 :]).flatten(d, d + 1)
+            x = twice.shrink(tuple((n - k, 2 * n - k) if i == d else None for i in range(x.ndim)))
+        return x
+
+    def rot90(self: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
+        """Rotate by 90 degrees k times in the plane of dims (from the first dim towards the second)."""
+        if len(dims) != 2:
+            raise RuntimeError(f"rot90: expected 2 dims, got {len(dims)}")
+        d0, d1 = _dim("rot90", dims[0], self.ndim), _dim("rot90", dims[1], self.ndim)
+        if d0 == d1:
+            raise RuntimeError(f"rot90: rotation dims must differ, got {tuple(dims)}")
+        k %= 4
+        if k == 1:
+            return self.flip(d1).transpose(d0, d1)
+        if k == 2:
+            return self.flip(d0, d1)
+        if k == 3:
+            return self.flip(d0).transpose(d0, d1)
+        return self
+
+    def _pad_mode(self: Tensor, padding: Sequence[tuple[int, int]], mode: str) -> Tensor:
+        """Pad with mode 'reflect', 'replicate' or 'circular' by non-negative (before, after) amounts per dim:
+        each side is a slice of the tensor itself (mirrored without the edge, the edge expanded, or the far
+        end) joined by cat, so the result is one fused kernel. The core's pad(mode=...) can dispatch here."""
+        x = self
+        for d, (before, after) in enumerate(padding):
+            if before == 0 and after == 0:
+                continue
+            n = x.shape[d]
+
+            def part(lo: int, hi: int, x: Tensor = x, d: int = d) -> Tensor:
+                return x.shrink(tuple((lo, hi) if i == d else None for i in range(x.ndim)))
+
+            def widen(t: Tensor, size: int, d: int = d) -> Tensor:
+                return t.expand(tuple(size if i == d else s for i, s in enumerate(t.shape)))
+
+            if mode == "reflect":
+                if before >= n or after >= n:
+                    raise RuntimeError(
+                        f"pad: reflect padding ({before}, {after}) must be less than the size {n} of dim {d}"
+                    )
+                left, right = part(1, before + 1).flip(d), part(n - 1 - after, n - 1).flip(d)
+            elif mode == "replicate":
+                if n == 0:
+                    raise RuntimeError(f"pad: replicate padding needs a non-empty dim {d}, got shape {x.shape}")
+                left, right = widen(part(0, 1), before), widen(part(n - 1, n), after)
+            elif mode == "circular":
+                if before > n or after > n:
+                    raise RuntimeError(f"pad: circular padding ({before}, {after}) exceeds the size {n} of dim {d}")
+                left, right = part(n - before, n), part(0, after)
+            else:
+                raise NotImplementedError(f"pad: mode {mode!r} (expected constant, reflect, replicate or circular)")
+            x = left.cat(x, right, dim=d)
+        return x
+
+    def diagonal(self: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+        """The diagonal of dims (dim1, dim2) as a new last dim: shrink to the square below/above the offset,
+        flatten it, and read every (m+1)-th element."""
+        d1, d2 = _dim("diagonal", dim1, self.ndim), _dim("diagonal", dim2, self.ndim)
+        if d1 == d2:
+            raise RuntimeError(f"diagonal: dimensions cannot be identical {dim1}, {dim2}")
+        rest = tuple(i for i in range(self.ndim) if i not in (d1, d2))
+        x = self.permute(rest + (d1, d2))  # (..., a, b)
+        lead = x.shape[:-2]
+        a, b = x.shape[-2:]
+        r0, c0 = max(-offset, 0), max(offset, 0)
+        m = max(0, min(a - r0, b - c0))
+        keep = tuple((0, s) for s in lead)
+        x = x.shrink(keep + ((min(r0, a), min(r0, a) + m), (min(c0, b), min(c0, b) + m)))
+        x = x.reshape(*lead, m * m).pad(tuple((0, 0) for _ in lead) + ((0, m),)).reshape(*lead, m, m + 1)
+        return x.shrink(keep + ((0, m), (0, 1))).reshape(*lead, m)
+
+    def diag(self: Tensor, diagonal: int = 0) -> Tensor:
+        """1-D -> the square matrix with it on the `diagonal`-th diagonal; 2-D -> that diagonal. A vector
+        becomes a matrix by padding each element with n zeros and reading the result as (n, n)."""
+        if self.ndim == 2:
+            return self.diagonal(diagonal)
+        if self.ndim != 1:
+            raise RuntimeError(f"diag: supports 1D or 2D tensors, got a {self.ndim}D tensor of shape {self.shape}")
+        n = self.shape[0]
+        x = self.reshape(n, 1).pad(((0, 0), (0, n))).reshape(n * (n + 1)).shrink(((0, n * n),)).reshape(n, n)
+        k = abs(diagonal)
+        return x.pad(((0, k), (k, 0)) if diagonal >= 0 else ((k, 0), (0, k)))
+
+    def triu(self: Tensor, diagonal: int = 0) -> Tensor:
+        """Zero the elements below the `diagonal`-th diagonal of the last two dims."""
+        return self._tri_keep("triu", diagonal, upper=True)
+
+    def tril(self: Tensor, diagonal: int = 0) -> Tensor:
+        """Zero the elements above the `diagonal`-th diagonal of the last two dims."""
+        return self._tri_keep("tril", diagonal, upper=False)
+
+    def _tri_keep(self: Tensor, op: str, diagonal: int, upper: bool) -> Tensor:
+        if self.ndim < 2:
+            raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got {self.shape}")
+        r, c = self.shape[-2:]
+        off = _arange(c, self.device).reshape(1, c) - _arange(r, self.device).reshape(r, 1)  # col - row
+        keep = off >= diagonal if upper else off <= diagonal
+        return keep.where(self, _zero(self))
+
+    # ------------------------------------------------------------ axis moves
+    def movedim(self: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+        src = (source,) if isinstance(source, int) else tuple(source)
+        dst = (destination,) if isinstance(destination, int) else tuple(destination)
+        if len(src) != len(dst):
+            raise RuntimeError(f"movedim: source {src} and destination {dst} must have the same number of dims")
+        s = [_dim("movedim", a, self.ndim) for a in src]
+        t = [_dim("movedim", a, self.ndim) for a in dst]
+        if len(set(s)) != len(s) or len(set(t)) != len(t):
+            raise RuntimeError(f"movedim: repeated dim in source {src} or destination {dst}")
+        order: list[int | None] = [None] * self.ndim
+        for a, b in zip(s, t):
+            order[b] = a
+        others = iter(i for i in range(self.ndim) if i not in s)
+        return self.permute(tuple(o if o is not None else next(others) for o in order))
+
+    moveaxis = movedim
+
+    def swapaxes(self: Tensor, axis0: int, axis1: int) -> Tensor:
+        return self.transpose(axis0, axis1)
+
+    swapdims = swapaxes
+
+    def expand_as(self: Tensor, other: Tensor) -> Tensor:
+        return self.expand(other.shape)
+
+    def reshape_as(self: Tensor, other: Tensor) -> Tensor:
+        return self.reshape(other.shape)
+
+    view_as = reshape_as
+
+    def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
+        d = _dim("narrow", dim, self.ndim)
+        n = self.shape[d]
+        s = start + n if start < 0 else start
+        if not 0 <= s <= n or length < 0 or s + length > n:
+            raise IndexError(f"narrow: start {start} + length {length} exceeds dim {d} of size {n}")
+        return self.shrink(tuple((s, s + length) if i == d else None for i in range(self.ndim)))
+
+    def shrink_to(self: Tensor, *shape: int | None) -> Tensor:
+        """Keep the first shape[i] elements of each dim (None keeps the dim), as the spec's compositions use."""
+        shp = _ints(shape)
+        if len(shp) != self.ndim:
+            raise RuntimeError(f"shrink_to: shape {shp} needs one size per dim of {self.shape}")
+        return self.shrink(tuple(None if s is None else (0, s) for s in shp))
+
+    def pad_to(self: Tensor, *shape: int | None) -> Tensor:
+        """Zero-pad each dim at its end up to shape[i] (None keeps the dim)."""
+        shp = _ints(shape)
+        if len(shp) != self.ndim:
+            raise RuntimeError(f"pad_to: shape {shp} needs one size per dim of {self.shape}")
+        return self.pad(tuple((0, 0 if s is None else s - n) for s, n in zip(shp, self.shape)))
+
+    def meshgrid(self: Tensor, *args: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:
+        """Coordinate grids of 1-D tensors: `Tensor.meshgrid(x, y)` or `x.meshgrid(y)`; 'xy' swaps the first
+        two output dims (Cartesian indexing)."""
+        tensors = _tensor_list(self, args)
+        if indexing not in ("ij", "xy"):
+            raise RuntimeError(f"meshgrid: indexing must be one of 'xy' or 'ij', got {indexing!r}")
+        if any(t.ndim > 1 for t in tensors):
+            raise RuntimeError(f"meshgrid: expects 0D or 1D tensors, got shapes {[t.shape for t in tensors]}")
+        vecs = [t.reshape(-1) for t in tensors]
+        shape = tuple(v.shape[0] for v in vecs)
+        k = len(vecs)
+        grids = [v.reshape(tuple(-1 if i == j else 1 for i in range(k))).expand(shape) for j, v in enumerate(vecs)]
+        if indexing == "xy" and k >= 2:
+            grids = [g.transpose(0, 1) for g in grids]
+        return tuple(grids)
+
+    # ------------------------------------------------------------ indexing
+    def __getitem__(self: Tensor, index: Any) -> Tensor:
+        """numpy/torch indexing. Ints (negative too), slices (negative steps too) and None/Ellipsis are
+        movement ops. Int/bool tensors and lists are advanced indices: they broadcast together, and each
+        result element is a one-hot selection summed over the indexed dims (O(result * prod(indexed dims)));
+        a bool mask is first turned into coordinates by nonzero() (a sync point). Tensor index values out of
+        range select zeros (no run-time check); list/int index values are checked here (IndexError)."""
+        plan = _index_plan(self, index)
+        x = _basic_index(self, plan)
+        return _advanced_get(x, plan) if plan.adv else x
+
+    def __setitem__(self: Tensor, index: Any, value: Tensor | ConstType) -> None:
+        """Functional assignment: the new value is where(indexed region, value, old) and this Tensor's graph
+        is replaced by it. Other tensors that viewed the old value (earlier slices, tensors it was built
+        from) are not changed. `value` is cast to this tensor's dtype and broadcast to self[index]'s shape."""
+        from unigrad.tensor import Tensor
+
+        if self.requires_grad and self.is_leaf:
+            raise RuntimeError("__setitem__: a leaf Variable that requires grad is being used in an in-place operation")
+        plan = _index_plan(self, index)
+        x = _basic_index(self, plan)
+        target = _advanced_get(x, plan).shape if plan.adv else x.shape
+        v = value if isinstance(value, Tensor) else Tensor(value, dtype=self.dtype, device=self.device)
+        vshape = v.shape
+        while len(vshape) > len(target) and vshape[0] == 1:  # torch allows extra leading 1s
+            vshape = vshape[1:]
+        if len(vshape) > len(target) or any(a not in (1, b) for a, b in zip(vshape[::-1], target[::-1])):
+            raise RuntimeError(
+                f"__setitem__: shape mismatch: value tensor of shape {v.shape} cannot be broadcast to indexing "
+                f"result of shape {target}"
+            )
+        v = v.reshape(vshape)
+        if math.prod(target) == 0:  # nothing is written
+            return
+        v = v.cast(self.dtype).expand(target)
+        region = _advanced_set(x, plan, v) if plan.adv else v
+        full = _basic_unindex(region, plan, self.shape)
+        ones = Tensor.ones(plan.basic_shape, dtype=dtypes.bool, device=self.device)
+        mask = _basic_unindex(ones, plan, self.shape)
+        new = mask.where(full, self)
+        self.uop = new.uop
+        if new.requires_grad:  # a value that requires grad makes self a non-leaf that does
+            self._requires_grad = True
+
+    def __iter__(self: Tensor) -> Any:
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def index_select(self: Tensor, dim: int, index: Tensor) -> Tensor:
+        """self indexed by the 1-D int tensor `index` along dim."""
+        d = _dim("index_select", dim, self.ndim)
+        if index.ndim > 1 or not index.dtype.is_int:
+            raise IndexError(f"index_select: index must be a 1-D int tensor, got {index.shape} {index.dtype}")
+        x = self.reshape(1) if self.ndim == 0 else self
+        out = x[(slice(None),) * d + (index.reshape(-1),)]
+        return out.reshape(index.shape) if self.ndim == 0 else out
+
+    # ------------------------------------------------------------ gather / scatter
+    def gather(self: Tensor, dim: int, index: Tensor) -> Tensor:
+        """out[..i..] = self[..index[..i..]..] along dim (torch.gather): the spec's gather composition, a
+        one-hot mask over the n positions of dim summed away: O(index.numel() * n)."""
+        x = self.reshape(1) if self.ndim == 0 else self
+        idx = index.reshape(1) if index.ndim == 0 else index
+        d = _scatter_dim(x, "gather", dim, idx)
+        n = x.shape[d]
+        x = x.shrink(tuple(None if i == d else (0, s) for i, s in enumerate(idx.shape)))
+        xe = x.movedim(d, -1).unsqueeze(d)  # [..., 1 at d, ..., n]
+        match = idx.unsqueeze(-1) == _arange(n, x.device)  # [..., m at d, ..., n]
+        out = _select_sum(match.where(xe, _zero(x)), -1)
+        return out.reshape(index.shape)
+
+    def _scatter_match(self: Tensor, op: str, dim: int, index: Tensor) -> tuple[int, Tensor, Tensor]:
+        """(d, region, match): region is self cut to index's extent off dim, moved to [..., n]; match is
+        [..., n, m]: True where index (moved to [..., m]) sends source m to target position n."""
+        d = _scatter_dim(self, op, dim, index)
+        region = self.shrink(tuple(None if i == d else (0, s) for i, s in enumerate(index.shape))).movedim(d, -1)
+        n = self.shape[d]
+        idx = index.movedim(d, -1)
+        match = idx.unsqueeze(-2) == _arange(n, self.device).reshape(n, 1)
+        return d, region, match
+
+    def _scatter_finish(self: Tensor, d: int, index: Tensor, new_region: Tensor) -> Tensor:
+        """Put a [..., n] region (index's extent off dim) back into self."""
+        from unigrad.tensor import Tensor
+
+        new_region = new_region.movedim(-1, d)
+        pads = tuple((0, 0) if i == d else (0, s - r) for i, (s, r) in enumerate(zip(self.shape, new_region.shape)))
+        if all(p == (0, 0) for p in pads):
+            return new_region
+        mask = Tensor.ones(new_region.shape, dtype=dtypes.bool, device=self.device).pad(pads)
+        return mask.where(new_region.pad(pads), self)
+
+    def _scatter_src(self: Tensor, op: str, index: Tensor, src: Tensor | ConstType) -> Tensor:
+        from unigrad.tensor import Tensor
+
+        if not isinstance(src, Tensor) or src.ndim == 0:  # a scalar value, sent to every index
+            v = src.cast(self.dtype) if isinstance(src, Tensor) else Tensor(src, dtype=self.dtype, device=self.device)
+            return v.reshape((1,) * index.ndim).expand(index.shape)
+        if src.dtype != self.dtype:
+            raise RuntimeError(f"{op}: expected self.dtype to be equal to src.dtype, got {self.dtype} and {src.dtype}")
+        if src.ndim != index.ndim or any(a > b for a, b in zip(index.shape, src.shape)):
+            raise RuntimeError(f"{op}: index {index.shape} does not fit src {src.shape}")
+        return src.shrink(tuple((0, s) for s in index.shape))
+
+    def scatter(self: Tensor, dim: int, index: Tensor, src: Tensor | ConstType, reduce: str | None = None) -> Tensor:
+        """Out-of-place torch.scatter: self with src[..i..] written at [..index[..i..]..] along dim. Where
+        several sources hit one position, the last one (in index order) wins. reduce='add'/'multiply' is
+        scatter_reduce's sum/prod with include_self. O(index.numel() * n) per the one-hot composition."""
+        if reduce is not None:
+            modes = {"add": "sum", "multiply": "prod"}
+            if reduce not in modes:
+                raise RuntimeError(f"scatter: reduce argument must be either 'add' or 'multiply', got {reduce!r}")
+            return self.scatter_reduce(dim, index, src, modes[reduce])
+        x = self.reshape(1) if self.ndim == 0 else self
+        idx = index.reshape(1) if index.ndim == 0 else index
+        d, region, match = x._scatter_match("scatter", dim, idx)
+        srcs = x._scatter_src("scatter", idx, src).movedim(d, -1)
+        m = idx.shape[d]
+        if idx.numel() == 0:
+            return self
+        pos = _arange(m, x.device)
+        last = match.where(pos, -1).max(-1)  # [..., n]: the winning source along m, -1 for none
+        picked = _select_sum((last.unsqueeze(-1) == pos).where(srcs.unsqueeze(-2), _zero(x)), -1)
+        out = x._scatter_finish(d, idx, (last >= 0).where(picked, region))
+        return out.reshape(self.shape)
+
+    def scatter_reduce(
+        self: Tensor, dim: int, index: Tensor, src: Tensor | ConstType, reduce: str, include_self: bool = True
+    ) -> Tensor:
+        """torch.scatter_reduce: reduce ('sum', 'prod', 'mean', 'amax', 'amin') the sources sent to each
+        position, with self's value when include_self. Integer 'mean' rounds down, as torch."""
+        if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+            raise RuntimeError(f"scatter_reduce: reduce must be one of sum, prod, mean, amax, amin, got {reduce!r}")
+        x = self.reshape(1) if self.ndim == 0 else self
+        idx = index.reshape(1) if index.ndim == 0 else index
+        d, region, match = x._scatter_match("scatter_reduce", dim, idx)
+        srcs = x._scatter_src("scatter_reduce", idx, src)
+        if idx.numel() == 0:
+            return self
+        srcs = srcs.movedim(d, -1).unsqueeze(-2)  # [..., 1, m]
+        count = match.sum(-1)  # [..., n]
+        hit = count > 0
+        dt = x.dtype
+        if reduce in ("sum", "mean"):
+            total = match.where(srcs, _zero(x)).sum(-1, dtype=dt)
+            if include_self:
+                total = total + region
+            if reduce == "sum":
+                new = total if include_self else hit.where(total, region)
+            else:
+                k = count + 1 if include_self else count.maximum(1)
+                mean = total // k.cast(dt) if dt.is_int else total / k.cast(dt)
+                new = hit.where(mean.cast(dt), region)
+        elif reduce == "prod":
+            prod = match.where(srcs, _const(x, 1)).prod(-1, dtype=dt)
+            new = region * prod if include_self else hit.where(prod, region)
+        elif reduce == "amax":
+            picked = match.where(srcs, _const(x, _extreme(dt, highest=False))).max(-1)
+            new = hit.where(region.maximum(picked) if include_self else picked, region)
+        else:
+            picked = match.where(srcs, _const(x, _extreme(dt, highest=True))).min(-1)
+            new = hit.where(region.minimum(picked) if include_self else picked, region)
+        return x._scatter_finish(d, idx, new.cast(dt)).reshape(self.shape)
+
+    # ------------------------------------------------------------ masks
+    def masked_fill(self: Tensor, mask: Tensor, value: Tensor | ConstType) -> Tensor:
+        """where(mask, value, self) in self's dtype; mask must be bool; value a scalar or 0-d tensor."""
+        from unigrad.tensor import Tensor
+
+        if mask.dtype is not dtypes.bool:
+            raise RuntimeError(f"masked_fill: only supports boolean masks, but got mask with dtype {mask.dtype}")
+        if isinstance(value, Tensor):
+            if value.ndim != 0:
+                raise RuntimeError(
+                    f"masked_fill: only supports a 0-dimensional value tensor, but got tensor with {value.ndim} dims"
+                )
+            v = value.cast(self.dtype)
+        else:
+            v = Tensor(value, dtype=self.dtype, device=self.device)
+        return mask.where(v, self)
+
+    def nonzero(self: Tensor, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
+        """int64 coordinates (count, ndim) of the nonzero elements in row-major order. The count is read back
+        first (`.item()`: a sync point); each output row then finds its element by rank (a prefix sum of the
+        mask, O(n^1.5)) and a one-hot selection (O(n * count))."""
+        flat = self.reshape(-1) != 0 if self.dtype is not dtypes.bool else self.reshape(-1)
+        pos = _nonzero_positions(flat)
+        coords = []
+        stride = 1
+        for s in reversed(self.shape):
+            coords.append((pos // stride) % s)
+            stride *= s
+        coords.reverse()
+        if as_tuple:
+            return tuple(coords) if coords else (pos,)
+        if not coords:
+            return pos.reshape(pos.shape[0], 0)
+        return coords[0].stack(*coords[1:], dim=1)
+
+    def masked_select(self: Tensor, mask: Tensor) -> Tensor:
+        """The elements of self (broadcast with mask) where mask is True, as 1-D. The count is read back first
+        (a sync point)."""
+        from unigrad.tensor import _broadcast_shape
+
+        if mask.dtype is not dtypes.bool:
+            raise RuntimeError(f"masked_select: expected a boolean mask, got {mask.dtype}")
+        shape = _broadcast_shape("masked_select", self.shape, mask.shape)
+        pos = _nonzero_positions(mask.expand(shape).reshape(-1))
+        return self.expand(shape).reshape(-1)._take_flat(pos)
+
+    def _take_flat(self: Tensor, pos: Tensor) -> Tensor:
+        """1-D self at int positions `pos` (1-D): one-hot selection, O(len(pos) * n)."""
+        n = self.shape[0]
+        match = pos.reshape(-1, 1) == _arange(n, self.device).reshape(1, n)
+        return _select_sum(match.where(self.reshape(1, n), _zero(self)), 1)
+
+    # ------------------------------------------------------------ sorting
+    def sort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = True) -> tuple[Tensor, Tensor]:
+        """(values, int64 indices), always stable (equal elements keep their order); NaN sorts as the largest
+        value, as torch. Each element's rank is the count of elements sorting before it (O(n^2) comparisons
+        along dim), then values and indices are one-hot selections by rank (O(n^2) again)."""
+        x = self.reshape(1) if self.ndim == 0 else self
+        d = _dim("sort", dim, x.ndim)
+        xm = x.movedim(d, -1)  # [..., n]
+        n = xm.shape[-1]
+        rank = _sort_rank(xm, descending)  # [..., n]
+        sel = rank.unsqueeze(-2) == _arange(n, x.device).reshape(n, 1)  # [..., r, i]
+        values = _select_sum(sel.where(xm.unsqueeze(-2), _zero(xm)), -1).movedim(-1, d)
+        indices = _select_sum(sel.where(_arange(n, x.device), 0), -1).movedim(-1, d)
+        if self.ndim == 0:
+            return values.reshape(()), indices.reshape(())
+        return values, indices
+
+    def argsort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
+        return self.sort(dim, descending)[1]
+
+    def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Tensor]:
+        """The k largest (smallest) elements along dim and their indices, from a full stable sort."""
+        x = self.reshape(1) if self.ndim == 0 else self
+        d = _dim("topk", dim, x.ndim)
+        if not 0 <= k <= x.shape[d]:
+            raise RuntimeError(f"topk: selected index k={k} out of range for dim {d} of size {x.shape[d]}")
+        values, indices = x.sort(d, descending=largest)
+        cut = tuple((0, k) if i == d else None for i in range(x.ndim))
+        values, indices = values.shrink(cut), indices.shrink(cut)
+        if self.ndim == 0:
+            return values.reshape(()), indices.reshape(())
+        return values, indices
+
+    def unique(
+        self: Tensor,
+        sorted: bool = True,
+        return_inverse: bool = False,
+        return_counts: bool = False,
+        dim: int | None = None,
+    ) -> Tensor | tuple[Tensor, ...]:
+        """The distinct values of the flattened tensor in ascending order (optionally the index of each input
+        element in them, and their counts). O(n^2) comparisons; the count is read back first (a sync point).
+        NaNs compare unequal to everything, so each NaN is its own value. Only dim=None is supported."""
+        if dim is not None:
+            raise NotImplementedError("unique: only dim=None (the flattened tensor) is supported")
+        flat = self.reshape(-1)
+        n = flat.shape[0]
+        a, b = flat.reshape(n, 1), flat.reshape(1, n)  # a: element i, b: element j
+        earlier = _arange(n, self.device).reshape(1, n) < _arange(n, self.device).reshape(n, 1)  # [i, j]: j < i
+        first = (a.eq(b) & earlier).sum(1) == 0  # no equal element before i
+        distinct = int(first.sum().item())
+        smaller = (first.reshape(1, n) & (b < a)).sum(1)  # [i]: distinct values below element i
+        uniq_rank = first.where(smaller, -1)
+        sel = uniq_rank.reshape(1, n) == _arange(distinct, self.device).reshape(distinct, 1)
+        values = _select_sum(sel.where(flat.reshape(1, n), _zero(flat)), 1)
+        out: list[Tensor] = [values]
+        if return_inverse:
+            out.append(smaller.reshape(self.shape))
+        if return_counts:
+            out.append((smaller.reshape(1, n) == _arange(distinct, self.device).reshape(distinct, 1)).sum(1))
+        return out[0] if len(out) == 1 else tuple(out)
+
+
+# ---------------------------------------------------------------- helpers that need Tensor methods
+
+
+def _const(x: Tensor, value: ConstType) -> Tensor:
+    """A 0-d constant of x's dtype on x's device."""
+    from unigrad.tensor import Tensor
+
+    return Tensor(value, dtype=x.dtype, device=x.device)
+
+
+def _extreme(dt: DType, highest: bool) -> ConstType:
+    """The value of dt that loses every max comparison (lowest) or every min comparison (highest)."""
+    if dt.is_float:
+        return math.inf if highest else -math.inf
+    if dt is dtypes.bool:
+        return highest
+    return dt.max if highest else dt.min
+
+
+def _nonzero_positions(flat: Tensor) -> Tensor:
+    """int64 positions of the True elements of a 1-D bool tensor, in order. Reads the count back."""
+    n = flat.shape[0]
+    count = int(flat.sum().item()) if n else 0
+    if count == 0:
+        return _arange(0, flat.device)
+    rank = _cumsum_last(flat.cast(dtypes.int64)) - 1  # [p]: how many Trues before p
+    sel = flat.reshape(1, n) & (rank.reshape(1, n) == _arange(count, flat.device).reshape(count, 1))  # [j, p]
+    return sel.where(_arange(n, flat.device).reshape(1, n), 0).sum(1)
+
+
+def _sort_rank(x: Tensor, descending: bool) -> Tensor:
+    """[..., n]: for each element i along the last axis, how many elements sort before it (stable: an equal
+    element sorts before i iff it comes earlier). NaN is the largest value."""
+    n = x.shape[-1]
+    a, b = x.unsqueeze(-1), x.unsqueeze(-2)  # a: element i at [..., i, 1]; b: element j at [..., 1, j]
+    if x.dtype.is_float:
+        a_nan, b_nan = a.ne(a), b.ne(b)
+        below = (b < a) | (a_nan & b_nan.logical_not())  # j < i in ascending order
+        above = (b > a) | (b_nan & a_nan.logical_not())
+        equal = a.eq(b) | (a_nan & b_nan)
+    else:
+        below, above, equal = b < a, b > a, a.eq(b)
+    earlier = _arange(n, x.device).reshape(1, n) < _arange(n, x.device).reshape(n, 1)  # [i, j]: j < i
+    before = (above if descending else below) | (equal & earlier)
+    return before.sum(-1)

@@ -99,7 +99,8 @@ class CPUProgram:
         self.sig = sig
 
     def __call__(self, bufs: list[Any], var_vals: dict[str, int]) -> None:
-        self.fxn(*(b.handle[1] for b in bufs), *(var_vals[v] for v in self.sig.variables))
+        # the kernel takes the buffers it uses, by slot (a buffer whose loads were simplified away is not one)
+        self.fxn(*(bufs[slot].handle[1] for slot, _ in self.sig.buffers), *(var_vals[v] for v in self.sig.variables))
 
 
 class CPUDevice(Compiled):

@@ -84,7 +84,7 @@ class PythonProgram:
                 self.code.append(("alu", i, srcs, _alu(op, u.arg if op is Ops.BITCAST else u.dtype)))
 
     def __call__(self, bufs: list[Any], var_vals: dict[str, int]) -> None:
-        mem = {slot: b.handle for (slot, _), b in zip(self.sig.buffers, bufs)}
+        mem = {slot: bufs[slot].handle for slot, _ in self.sig.buffers}  # unused buffers are not in the code
         code = self.code
         r: list[Any] = [None] * len(code)
         pc, n = 0, len(code)

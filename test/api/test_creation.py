@@ -1,0 +1,77 @@
+"""Constructors (unigrad/api/creation.py and the core's) against PyTorch: shape, dtype (by name) and values.
+
+Random constructors wait for the THREEFRY primitive and are not tested here yet.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from unigrad import Tensor, dtypes
+
+
+def check(out: Tensor, ref: torch.Tensor, rtol: float = 0.0, atol: float = 0.0) -> None:
+    assert out.shape == tuple(ref.shape), f"shape {out.shape} != {tuple(ref.shape)}"
+    assert out.dtype.name == str(ref.dtype).removeprefix("torch."), f"dtype {out.dtype.name} != {ref.dtype}"
+    if ref.dtype.is_floating_point:
+        np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=rtol, atol=atol)
+    else:
+        np.testing.assert_array_equal(out.numpy(), ref.numpy())
+
+
+LINSPACE_CASES = [(0, 1, 5), (-3.5, 2.25, 7), (0, 10, 4), (1, 1, 1), (2, 5, 0), (0, 1, 100), (5, -5, 11), (3, 8, 2)]
+
+
+@pytest.mark.parametrize("start,end,steps", LINSPACE_CASES)
+@pytest.mark.parametrize("dtype", [None, "float64", "int64", "int32", "float16"])
+def test_linspace(start, end, steps, dtype):
+    out = Tensor.linspace(start, end, steps, dtype=dtype)
+    ref = torch.linspace(start, end, steps, dtype=getattr(torch, dtype) if dtype else None)
+    tol = {"float16": 1e-3, "float64": 1e-12}.get(dtype or "", 1e-6)
+    check(out, ref, rtol=tol, atol=tol)
+    if steps >= 2 and dtype in (None, "float64"):  # both ends exact, as torch
+        got = out.numpy()
+        assert got[0] == ref[0].item() and got[-1] == ref[-1].item()
+
+
+@pytest.mark.parametrize("n,m", [(3, None), (1, None), (0, None), (3, 5), (5, 2), (4, 0)])
+@pytest.mark.parametrize("dtype", [None, "int32", "bool"])
+def test_eye(n, m, dtype):
+    tdt = getattr(torch, dtype) if dtype else None
+    ref = torch.eye(n, m, dtype=tdt) if m is not None else torch.eye(n, dtype=tdt)
+    check(Tensor.eye(n, m, dtype=dtype), ref)
+
+
+def test_like_constructors():
+    x = Tensor(np.arange(6, dtype=np.int32).reshape(2, 3)).permute(1, 0)
+    r = torch.arange(6, dtype=torch.int32).reshape(2, 3).permute(1, 0)
+    e = x.empty_like()
+    assert e.shape == (3, 2) and e.dtype is dtypes.int32 and e.device == x.device
+    e = x.empty_like(dtype=dtypes.float64)
+    assert e.shape == (3, 2) and e.dtype is dtypes.float64
+    check(x.zeros_like(), torch.zeros_like(r))
+    check(x.ones_like(dtype=dtypes.float32), torch.ones_like(r, dtype=torch.float32))
+    check(x.full_like(7), torch.full_like(r, 7))
+    check(Tensor.zeros_like(x), torch.zeros_like(r))
+
+
+def test_python_device():
+    check(Tensor.linspace(-1, 1, 5, device="PYTHON"), torch.linspace(-1, 1, 5), atol=1e-7)
+    out = Tensor.eye(3, 2, device="PYTHON")
+    assert out.device == "PYTHON"
+    check(out, torch.eye(3, 2))
+
+
+@pytest.mark.parametrize(
+    "ours,theirs",
+    [
+        (lambda: Tensor.linspace(0, 1, -1), lambda: torch.linspace(0, 1, -1)),
+        (lambda: Tensor.eye(-1), lambda: torch.eye(-1)),
+        (lambda: Tensor.eye(2, -3), lambda: torch.eye(2, -3)),
+    ],
+)
+def test_errors(ours, theirs):
+    with pytest.raises(Exception) as ref:
+        theirs()
+    with pytest.raises(ref.type):
+        ours()
