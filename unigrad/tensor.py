@@ -493,9 +493,12 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
             return self
         return self._new(UOp(Ops.FLIP, (self.uop,), tuple(i in axes for i in range(self.ndim))))
 
-    def pad(self, padding: Sequence[tuple[int, int]] | Sequence[int], value: ConstType = 0.0) -> Tensor:
-        """Pad with `value`: padding is ((before, after), ...) per dim from the first, or PyTorch's flat
-        (last_before, last_after, prev_before, ...) form. Negative amounts crop."""
+    def pad(
+        self, padding: Sequence[tuple[int, int]] | Sequence[int], value: ConstType = 0.0, mode: str = "constant"
+    ) -> Tensor:
+        """Pad with `value` (mode 'constant') or by 'reflect', 'replicate', 'circular': padding is ((before, after),
+        ...) per dim from the first, or PyTorch's flat (last_before, last_after, prev_before, ...) form. Negative
+        amounts crop (constant mode)."""
         if padding and isinstance(padding[0], int):
             flat = list(padding)
             if len(flat) % 2 or len(flat) // 2 > self.ndim:
@@ -509,6 +512,10 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
             raise RuntimeError(
                 f"pad: need a (before, after) pair for each of the {self.ndim} dims of {self.shape}, got {len(pairs)}"
             )
+        if mode != "constant":
+            if mode not in ("reflect", "replicate", "circular"):
+                raise NotImplementedError(f"pad: mode must be constant, reflect, replicate or circular, got {mode!r}")
+            return self._pad_mode(pairs, mode)
         t = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape)))
         pos = [(max(b, 0), max(a, 0)) for b, a in pairs]
         if all(p == (0, 0) for p in pos):
@@ -531,11 +538,12 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
         new = tuple(e - b for b, e in bounds)
         return self._new(UOp(Ops.SHRINK, (self.uop, UOp.shape_src(tuple(b for b, _ in bounds)), UOp.shape_src(new))))
 
-    def squeeze(self, dim: int | None = None) -> Tensor:
+    def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
+        """Drop size-1 dims: all of them, or those among `dim` (an int or a tuple; others are kept)."""
         if dim is None:
             return self.reshape(tuple(s for s in self.shape if s != 1))
-        d = _norm_axis("squeeze", dim, self.ndim)
-        return self if self.shape[d] != 1 else self.reshape(self.shape[:d] + self.shape[d + 1 :])
+        dims = {_norm_axis("squeeze", d, self.ndim) for d in ((dim,) if isinstance(dim, int) else dim)}
+        return self.reshape(tuple(s for i, s in enumerate(self.shape) if not (i in dims and s == 1)))
 
     def unsqueeze(self, dim: int) -> Tensor:
         d = _norm_axis("unsqueeze", dim, self.ndim + 1)

@@ -890,3 +890,16 @@ def spec_compositions(device):
     np.add.at(ref, i, val)
     out = scatter_add(Tensor(t, device=device), Tensor(i, device=device), Tensor(val, device=device))
     np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_core_pad_modes(mode):
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    want = torch.nn.functional.pad(torch.tensor(x), (1, 2, 2, 0), mode=mode)
+    np.testing.assert_array_equal(Tensor(x).pad((1, 2, 2, 0), mode=mode).numpy(), want.numpy())
+
+
+def test_core_squeeze_dims_tuple():
+    x = torch.ones(1, 3, 1, 2)
+    for dims in ((0, 2), (0, 1), (-2,)):
+        assert Tensor.ones(1, 3, 1, 2).squeeze(dims).shape == tuple(x.squeeze(dims).shape)
