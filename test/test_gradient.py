@@ -784,3 +784,13 @@ def test_stack_and_marker_rules(rng):
         np.testing.assert_equal(Tensor(grads[a.uop]).numpy(), g[0])
     bits = UOp(Ops.BITCAST, (a.uop,), dtypes.int32)
     assert compute_gradient(UOp(Ops.CAST, (bits,), dtypes.float32), Tensor(g[0]).uop, {a.uop}) == {}
+
+
+def test_sigmoid_is_stable_in_value_and_gradient():
+    v = np.array([-100.0, -88.5, -5, -0.5, 0, 0.5, 5, 88.5, 100], dtype=np.float32)
+    t, tt = Tensor(v, requires_grad=True), torch.tensor(v, requires_grad=True)
+    y, ty = t.sigmoid(), tt.sigmoid()
+    y.sum().backward()
+    ty.sum().backward()
+    np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), atol=1e-7)
+    np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy(), atol=1e-7)

@@ -760,7 +760,11 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
         return (self > 0).where(self, (self != self).where(self, 0))
 
     def sigmoid(self) -> Tensor:
-        return (1 + (-self._float()).exp()).reciprocal()
+        """1/(1+exp(-x)) computed from e = exp(-|x|) <= 1, so neither the value nor its gradient overflows."""
+        x = self._float()
+        pos = x >= 0
+        e = pos.where(-x, x).exp()  # exp(-|x|), with the gradient of -x or x on each side (also at 0)
+        return pos.where(1, e) / (1 + e)
 
     def abs(self) -> Tensor:
         return self if self.dtype is dtypes.bool or self.dtype.is_unsigned else self.maximum(-self)
