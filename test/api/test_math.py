@@ -107,8 +107,13 @@ UNARY = {
     "elu": (Tensor.elu, F.elu, ANY, SPECIALS),
     "celu": (lambda x: x.celu(0.7), lambda x: F.celu(x, 0.7), ANY, SPECIALS),
     "selu": (Tensor.selu, F.selu, ANY, SPECIALS),
-    "gelu": (Tensor.gelu, F.gelu, (-6.0, 6.0), [0.0, -0.0, NAN, 1.0, -1.0, 10.0, -10.0, -5.0]),  # torch: gelu(inf)=nan
-    "gelu_tanh": (lambda x: x.gelu("tanh"), lambda x: F.gelu(x, approximate="tanh"), (-6.0, 6.0), SPECIALS),
+    "gelu": (
+        lambda x: x.gelu("none"),
+        F.gelu,
+        (-6.0, 6.0),
+        [0.0, -0.0, NAN, 1.0, -1.0, 10.0, -10.0, -5.0],
+    ),  # torch: gelu(inf)=nan
+    "gelu_tanh": (Tensor.gelu, lambda x: F.gelu(x, approximate="tanh"), (-6.0, 6.0), SPECIALS),
     "quick_gelu": (Tensor.quick_gelu, lambda x: x * torch.sigmoid(1.702 * x), (-6.0, 6.0), [0.0, 1.0, -1.0, 50.0]),
     "silu": (Tensor.silu, F.silu, (-6.0, 6.0), SPECIALS),
     "swish": (Tensor.swish, F.silu, (-6.0, 6.0), [0.0, 1.0]),
@@ -351,7 +356,7 @@ GRAD = {
     "atanh": (lambda t: (t * 0.2).atanh(), lambda t: (t * 0.2).atanh(), GRAD_X[:11]),
     "erf_erfc": (lambda t: t.erf() + t.erfc() * 2, lambda t: t.erf() + t.erfc() * 2, GRAD_X),
     "expm1_log1p": (lambda t: t.expm1() + t.abs().log1p(), lambda t: t.expm1() + t.abs().log1p(), GRAD_X[:12]),
-    "gelu": (Tensor.gelu, F.gelu, GRAD_X),
+    "gelu": (lambda t: t.gelu("none"), F.gelu, GRAD_X),
     "gelu_tanh": (lambda t: t.gelu("tanh"), lambda t: F.gelu(t, approximate="tanh"), GRAD_X),
     "elu_selu_celu": (
         lambda t: t.elu() + t.selu() + t.celu(0.5),

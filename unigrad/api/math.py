@@ -569,9 +569,10 @@ class MathMixin:
         x, dt = _compute(self)
         return ((x > 0).where(x, _expm1((x > 0).where(0.0, x)) * alpha) * gamma).cast(dt)
 
-    def gelu(self: Tensor, approximate: str = "none") -> Tensor:
-        """x * Phi(x): 'none' is x/2 * erfc(-x/sqrt(2)) (exact), 'tanh' the tanh approximation, written as
-        x * sigmoid(2u) = x/2 * (1 + tanh(u)), u = sqrt(2/pi) * (x + 0.044715 x^3)."""
+    def gelu(self: Tensor, approximate: str = "tanh") -> Tensor:
+        """x * Phi(x): 'tanh' (the default of tinygrad's Tensor.gelu; torch has no Tensor.gelu) is the tanh
+        approximation x * sigmoid(2u) = x/2 * (1 + tanh(u)), u = sqrt(2/pi) * (x + 0.044715 x^3); 'none' is
+        the exact x/2 * erfc(-x/sqrt(2)) of torch.nn.functional.gelu's default."""
         _float_only(self, "gelu")
         x, dt = _compute(self)
         if approximate == "none":
