@@ -2,7 +2,8 @@
 
 Used by constant folding (ir/symbolic.py) and by the PYTHON device, so both agree with each other and
 with the C renderer: ints wrap to their dtype, IDIV/MOD are floor division/modulo (spec: floor(a/b)),
-float32/float16/bfloat16 results are rounded to their precision after every op.
+float32/float16/bfloat16 results are rounded to their precision after every op. BITCAST reinterprets the
+bits of a value as another dtype of the same itemsize (`bitcast`).
 """
 
 from __future__ import annotations
@@ -112,6 +113,45 @@ def _fdiv(a: Any, b: Any) -> Any:
     return a / b
 
 
+# struct formats of the float dtypes (bfloat16 is the top half of a float32)
+_FLOAT_FMT = {dtypes.float16: "<e", dtypes.float32: "<f", dtypes.float64: "<d"}
+_FLOAT_OF_SIZE = {2: dtypes.float16, 4: dtypes.float32, 8: dtypes.float64}
+_UINT_OF_SIZE = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
+
+
+def _to_bits(v: ConstType, dt: DType) -> int:
+    """The storage bits of `v`, a value of `dt`, as a non-negative int."""
+    if dt is dtypes.bfloat16:
+        return _to_bits(v, dtypes.float32) >> 16  # v holds a bfloat16 value exactly: the low half is zero
+    if dt.is_float:
+        return int.from_bytes(struct.pack(_FLOAT_FMT[dt], v), "little")
+    return int(v) & ((1 << (8 * dt.itemsize)) - 1)
+
+
+def _from_bits(bits: int, dt: DType) -> ConstType:
+    if dt is dtypes.bfloat16:
+        return _from_bits(bits << 16, dtypes.float32)
+    if dt.is_float:
+        return struct.unpack(_FLOAT_FMT[dt], bits.to_bytes(dt.itemsize, "little"))[0]
+    return cast_scalar(bits, dt)
+
+
+def bitcast(v: ConstType, src: DType, dst: DType) -> ConstType:
+    """BITCAST: the bits of `v` (a value of `src`) read as a value of `dst`; the itemsizes must match."""
+    if src.itemsize != dst.itemsize:
+        raise ValueError(f"bitcast: {src} has {src.itemsize} bytes, {dst} has {dst.itemsize}")
+    return _from_bits(_to_bits(v, src), dst)
+
+
+def _bitcast_source(v: ConstType, dst: DType) -> DType:
+    """The source dtype of a BITCAST to `dst` told from the value alone (the PYTHON device passes only `dst`):
+    a float is the float of dst's size (float16 for 2 bytes: a bfloat16 source must use `bitcast`), an int
+    any int of that size (the bits are the value modulo 2**bits either way), a bool a byte."""
+    if isinstance(v, float):
+        return _FLOAT_OF_SIZE[dst.itemsize]
+    return _UINT_OF_SIZE[dst.itemsize] if dst.is_float else dst
+
+
 # op -> python function over already-typed values; results are normalized to the op's dtype by exec_alu
 ALU_PY: dict[Ops, Callable[..., Any]] = {
     Ops.RECIP: _recip,
@@ -148,6 +188,9 @@ ALU_PY: dict[Ops, Callable[..., Any]] = {
 
 def exec_alu(op: Ops, dtype: DType, *vals: ConstType) -> ConstType:
     """Evaluate one elementwise op on scalars, with the result as a value of `dtype`."""
+    if op is Ops.BITCAST:
+        (v,) = vals
+        return bitcast(v, _bitcast_source(v, dtype), dtype)
     if op is Ops.CAST:
         (v,) = vals
         if dtype.is_int and isinstance(v, float):

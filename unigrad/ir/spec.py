@@ -201,7 +201,7 @@ def verify_function(fn: UOp) -> None:
 # ---------------------------------------------------------------- lowered stages
 
 KERNEL_OPS = GroupOp.ALU | {Ops.SINK, Ops.END, Ops.STORE, Ops.INDEX, Ops.LOAD, Ops.RANGE, Ops.CONST, Ops.PARAM}
-KERNEL_OPS = KERNEL_OPS | {Ops.REDUCE, Ops.STACK}
+KERNEL_OPS = KERNEL_OPS | {Ops.REDUCE, Ops.STACK, Ops.BITCAST}
 EXPANDED_OPS = (KERNEL_OPS - {Ops.REDUCE}) | {Ops.AFTER}
 
 
@@ -247,3 +247,11 @@ def verify_linear(linear: UOp) -> None:
         seen.add(u)
     if open_ranges:
         raise SpecError(f"LINEAR: {len(open_ranges)} RANGE(s) never closed")
+
+
+def verify_selected(sink: UOp, decompose: frozenset[Ops]) -> None:
+    """After isel: no op of the target's decompose set is left (its renderer has no rule for it)."""
+    for u in sink.toposort():
+        if u.op in decompose:
+            dt = u.dtype.name
+            raise SpecError(f"{u.op.name}: not allowed after isel (in the renderer's decompose set), found on {dt}")

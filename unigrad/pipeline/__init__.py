@@ -1,1 +1,1 @@
-"""The lowering pipeline, one module per spec stage: callify, rangeify, expand, linearize."""
+"""The lowering pipeline, one module per spec stage: callify, rangeify, expand, isel, linearize."""

@@ -1,9 +1,9 @@
-"""The C language for the CPU device: types, prelude (floor division, bfloat16 storage) and signature."""
+"""The C language for the CPU device: types, prelude (floor division, bfloat16 storage, bitcasts) and signature."""
 
 from __future__ import annotations
 
 from unigrad.dtype import DType, dtypes
-from unigrad.ir.ops import Ops
+from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.uop import UOp
 from unigrad.render.cstyle import CStyleLanguage, KernelSignature
 
@@ -20,25 +20,51 @@ static inline unsigned short f32_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u); return (unsigned short)(u >> 16);
 }"""
 
+C_TYPES: dict[DType, str] = {
+    dtypes.bool: "_Bool",
+    dtypes.int8: "signed char",
+    dtypes.int16: "short",
+    dtypes.int32: "int",
+    dtypes.int64: "long long",
+    dtypes.uint8: "unsigned char",
+    dtypes.uint16: "unsigned short",
+    dtypes.uint32: "unsigned int",
+    dtypes.uint64: "unsigned long long",
+    dtypes.float16: "_Float16",
+    dtypes.bfloat16: "float",  # computed in float, stored as 16 bits
+    dtypes.float32: "float",
+    dtypes.float64: "double",
+    dtypes.index: "long long",
+}
+
+
+def _bitcast_helper(src: DType, dst: DType) -> str:
+    """`dst bitcast_<src>_<dst>(src x)`, the function cstyle renders BITCAST as: the bytes copied with memcpy
+    (defined behaviour in C, one register move once optimized). bfloat16 is computed as float: its bits are
+    the top half of that float (exact, the value is a bfloat16) and it is rebuilt from 16 bits."""
+    s, d = C_TYPES[src], C_TYPES[dst]
+    if src is dtypes.bfloat16:
+        body = f"unsigned short b = f32_to_bf16(x); {d} y; memcpy(&y, &b, 2); return y;"
+    elif dst is dtypes.bfloat16:
+        body = "unsigned short b; memcpy(&b, &x, 2); return bf16_to_f32(b);"
+    else:
+        body = f"{d} y; memcpy(&y, &x, sizeof y); return y;"
+    return f"static inline {d} bitcast_{src.name}_{dst.name}({s} x) {{ {body} }}"
+
+
+# every pair of distinct int/float dtypes of one size (bool and index have no bit layout to reinterpret)
+_BITS_TYPES = [dt for dt in C_TYPES if dt.kind in "iuf"]
+BITCAST_HELPERS = "\n".join(
+    _bitcast_helper(a, b) for a in _BITS_TYPES for b in _BITS_TYPES if a is not b and a.itemsize == b.itemsize
+)
+
 
 class CLanguage(CStyleLanguage):
-    prelude = PRELUDE
-    types = {
-        dtypes.bool: "_Bool",
-        dtypes.int8: "signed char",
-        dtypes.int16: "short",
-        dtypes.int32: "int",
-        dtypes.int64: "long long",
-        dtypes.uint8: "unsigned char",
-        dtypes.uint16: "unsigned short",
-        dtypes.uint32: "unsigned int",
-        dtypes.uint64: "unsigned long long",
-        dtypes.float16: "_Float16",
-        dtypes.bfloat16: "float",  # computed in float, stored as 16 bits
-        dtypes.float32: "float",
-        dtypes.float64: "double",
-        dtypes.index: "long long",
-    }
+    prelude = PRELUDE + "\n" + BITCAST_HELPERS
+    types = C_TYPES
+    # isel replaces all of the spec's decomposed ops, libm's exp2/log2/sin/sqrt included: the PYTHON device
+    # shares this renderer and interprets the same primitives, so both devices compute the same bits
+    decompose = GroupOp.Decomposed
     float_funcs = {Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.SQRT: "sqrt"}
 
     def storage_type(self, dt: DType) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from unigrad.dtype import DType, dtypes
 from unigrad.ir.args import AddrSpace
-from unigrad.ir.ops import Ops
+from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.uop import UOp
 
 
@@ -36,6 +36,9 @@ class CStyleLanguage:
     kernel_prefix: str = ""
     buffer_qualifier: str = ""
     float_funcs: dict[Ops, str] = {}
+    # ops that isel rewrites to primitives before rendering (pipeline/isel.py); a language with native
+    # transcendental functions may drop EXP2/LOG2/SIN/SQRT from its set and map them in float_funcs
+    decompose: frozenset[Ops] = GroupOp.Decomposed
 
     def ctype(self, dt: DType) -> str:
         return self.types[dt]

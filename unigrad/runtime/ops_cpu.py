@@ -57,7 +57,7 @@ def _scratch_dir() -> pathlib.Path:
 
 
 class CCompiler(Compiler):
-    flags = ("-O2", "-march=native", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno")
+    flags = ("-O2", "-march=native", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math")
 
     def __init__(self) -> None:
         self.cc = _find_cc()

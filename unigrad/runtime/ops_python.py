@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from unigrad.dtype import DType, dtypes
-from unigrad.ir.alu import ALU_PY, exec_alu, normalize
+from unigrad.ir.alu import ALU_PY, bitcast, exec_alu, normalize
 from unigrad.ir.args import AddrSpace
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
@@ -80,8 +80,10 @@ class PythonProgram:
                 self.code.append((op.name.lower(), i, srcs, None))
             elif op in (Ops.STACK, Ops.SINK):
                 self.code.append(("nop", i, (), None))
+            elif op is Ops.BITCAST:
+                self.code.append(("alu", i, srcs, functools.partial(bitcast, src=u.src[0].dtype, dst=u.dtype)))
             else:
-                self.code.append(("alu", i, srcs, _alu(op, u.arg if op is Ops.BITCAST else u.dtype)))
+                self.code.append(("alu", i, srcs, _alu(op, u.dtype)))
 
     def __call__(self, bufs: list[Any], var_vals: dict[str, int]) -> None:
         mem = {slot: bufs[slot].handle for slot, _ in self.sig.buffers}  # unused buffers are not in the code

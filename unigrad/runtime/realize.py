@@ -3,7 +3,7 @@
 kernelize(uops, device): callify -> rangeify (cached by the FUNCTION body) -> instantiate, giving each
 tensor a UOp over new BUFFERs written by CALL(kernel, buffers...) nodes: RESHAPE(AFTER(BUFFER, CALL)).
 realize(uops, device): kernelize, run every CALL not yet run (sources first), and strip the AFTERs.
-Programs are compiled once per (device, kernel AST): expand -> linearize -> render -> compile.
+Programs are compiled once per (device, kernel AST): expand -> isel -> linearize -> render -> compile.
 """
 
 from __future__ import annotations
@@ -19,10 +19,18 @@ from unigrad.dtype import DType
 from unigrad.helpers import no_gc
 from unigrad.ir.args import AddrSpace, BufferArg
 from unigrad.ir.ops import Ops
-from unigrad.ir.spec import verify_expanded, verify_function, verify_kernel, verify_linear, verify_tensor_graph
+from unigrad.ir.spec import (
+    verify_expanded,
+    verify_function,
+    verify_kernel,
+    verify_linear,
+    verify_selected,
+    verify_tensor_graph,
+)
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.callify import callify
 from unigrad.pipeline.expand import expand
+from unigrad.pipeline.isel import isel
 from unigrad.pipeline.linearize import linearize
 from unigrad.pipeline.rangeify import rangeify
 from unigrad.runtime import Buffer, Device
@@ -154,6 +162,9 @@ def get_kernel(device: str, ast: UOp) -> CompiledKernel:
     sink = expand(ast)
     if config.SPEC.value:
         verify_expanded(sink)
+    sink = isel(sink, dev.renderer.decompose)
+    if config.SPEC.value:
+        verify_selected(sink, dev.renderer.decompose)
     linear = linearize(sink)
     if config.SPEC.value:
         verify_linear(linear)
