@@ -28,23 +28,6 @@ def _out_size(i: int, k: int, s: int, d: int) -> int:
     return (i - d * (k - 1) - 1) // s + 1
 
 
-def _ceil_extra(
-    spatial: Sequence[int], k_: Sequence[int], s_: Sequence[int], d_: Sequence[int], pads: list, ceil_mode: bool
-) -> list[int]:
-    """Padding past the end that ceil_mode needs per dim: torch rounds the output size up, but a last window
-    must start inside the input or its left padding."""
-    if not ceil_mode:
-        return [0] * len(k_)
-    out = []
-    for i, k, s, d, (b, a) in zip(spatial, k_, s_, d_, pads):
-        span = i + b + a
-        o = -(-(span - d * (k - 1) - 1) // s) + 1
-        if (o - 1) * s >= i + b:
-            o -= 1
-        out.append(max(0, (o - 1) * s + d * (k - 1) + 1 - span))
-    return out
-
-
 class NNMixin:
     """Mixed into Tensor."""
 
@@ -310,178 +293,37 @@ class NNMixin:
     def _pool_args(
         self: Tensor, kernel_size: object, stride: object, dilation: object, padding: object, name: str
     ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], list]:
-        n = 2 if isinstance(kernel_size, int) else len(kernel_size)  # type: ignore[arg-type]
-        k_ = _tuple(kernel_size, n, f"{name} kernel_size")  # type: ignore[arg-type]
-        s_ = k_ if stride is None else _tuple(stride, n, f"{name} stride")  # type: ignore[arg-type]
-        d_ = _tuple(dilation, n, f"{name} dilation")  # type: ignore[arg-type]
-        pads = [(p, p) for p in _tuple(padding, n, f"{name} padding")]  # type: ignore[arg-type]
+        k_ = _tuple(kernel_size, 2, f"{name} kernel_size")  # type: ignore[arg-type]
+        s_ = k_ if stride is None else _tuple(stride, 2, f"{name} stride")  # type: ignore[arg-type]
+        d_ = _tuple(dilation, 2, f"{name} dilation")  # type: ignore[arg-type]
+        pads = [(p, p) for p in _tuple(padding, 2, f"{name} padding")]  # type: ignore[arg-type]
         return k_, s_, d_, pads
 
     def avg_pool2d(
         self: Tensor,
-        kernel_size: int | tuple[int, ...] = (2, 2),
-        stride: int | tuple[int, ...] | None = None,
-        dilation: int | tuple[int, ...] = 1,
-        padding: int | tuple[int, ...] = 0,
-        ceil_mode: bool = False,
+        kernel_size: int | tuple[int, int] = (2, 2),
+        stride: int | tuple[int, int] | None = None,
+        dilation: int | tuple[int, int] = 1,
+        padding: int | tuple[int, int] = 0,
         count_include_pad: bool = True,
     ) -> Tensor:
-        """Mean over each window of the last len(kernel_size) dims (2 for an int). As torch, the divisor counts the
-        explicit padding when count_include_pad, but never the extra windows ceil_mode adds past it."""
-        from unigrad.tensor import Tensor
-
         k_, s_, d_, pads = self._pool_args(kernel_size, stride, dilation, padding, "avg_pool2d")
-        n = len(k_)
-        extra = _ceil_extra(self.shape[-n:], k_, s_, d_, pads, ceil_mode)
-        lead = [(0, 0)] * (self.ndim - n)
-        full = [(b, a + e) for (b, a), e in zip(pads, extra)]
-        axes = tuple(range(-n, 0))
-        total = self._float().pad((*lead, *full))._pool(k_, s_, d_).sum(axes)
-        if not any(extra) and (count_include_pad or all(p == (0, 0) for p in pads)):
-            return total / math.prod(k_)
-        ones = Tensor.ones(self.shape[-n:], dtype=total.dtype, device=self.device)
-        ones = ones.pad(pads, value=1.0 if count_include_pad else 0.0).pad([(0, e) for e in extra])
-        return total / ones._pool(k_, s_, d_).sum(axes)
+        lead = [(0, 0)] * (self.ndim - 2)
+        x = self._float().pad((*lead, *pads))._pool(k_, s_, d_)
+        total = x.sum((-2, -1))
+        if count_include_pad or all(p == (0, 0) for p in pads):
+            return total / (k_[0] * k_[1])
+        ones = self._float().ones_like().pad((*lead, *pads))._pool(k_, s_, d_)
+        return total / ones.sum((-2, -1))
 
     def max_pool2d(
         self: Tensor,
-        kernel_size: int | tuple[int, ...] = (2, 2),
-        stride: int | tuple[int, ...] | None = None,
-        dilation: int | tuple[int, ...] = 1,
-        padding: int | tuple[int, ...] = 0,
-        ceil_mode: bool = False,
-        return_indices: bool = False,
-    ) -> Tensor | tuple[Tensor, Tensor]:
-        """Max over each window of the last len(kernel_size) dims (2 for an int). With return_indices, also the
-        int64 flat index (into the unpadded spatial plane, as torch) of the first maximum of each window in scan
-        order: the smallest plane index among the window's positions equal to the max."""
-        from unigrad.tensor import Tensor
-
+        kernel_size: int | tuple[int, int] = (2, 2),
+        stride: int | tuple[int, int] | None = None,
+        dilation: int | tuple[int, int] = 1,
+        padding: int | tuple[int, int] = 0,
+    ) -> Tensor:
         k_, s_, d_, pads = self._pool_args(kernel_size, stride, dilation, padding, "max_pool2d")
-        n = len(k_)
-        extra = _ceil_extra(self.shape[-n:], k_, s_, d_, pads, ceil_mode)
-        full = [(b, a + e) for (b, a), e in zip(pads, extra)]
-        lead = [(0, 0)] * (self.ndim - n)
+        lead = [(0, 0)] * (self.ndim - 2)
         fill = -math.inf if self.dtype.is_float else self.dtype.min
-        axes = tuple(range(-n, 0))
-        windows = self.pad((*lead, *full), value=fill)._pool(k_, s_, d_)  # (..., *o, *k)
-        out = windows.max(axes)
-        if not return_indices:
-            return out
-        plane = math.prod(self.shape[-n:])
-        pos = Tensor.arange(plane, dtype=dtypes.int64, device=self.device).reshape(self.shape[-n:])
-        pos = pos.pad(full, value=plane)._pool(k_, s_, d_)  # (*o, *k): padding never wins the min below
-        hit = windows == out.reshape(out.shape + (1,) * n)
-        return out, hit.where(pos, plane).min(axes)
-
-    # ---------------------------------------------------------------- einsum, resampling, unpooling
-    @staticmethod
-    def einsum(formula: str, *operands: Tensor | Sequence[Tensor], dtype: DType | str | None = None) -> Tensor:
-        """Einstein summation as torch.einsum: explicit ('ij,jk->ik') or implicit output (the labels seen once,
-        sorted), a label repeated in one operand takes the diagonal, '...' stands for broadcast dims, and labels
-        of size 1 broadcast. Each operand is permuted and reshaped onto one shared label order (output labels
-        first), so the whole contraction is one broadcast multiply and one sum over the trailing labels."""
-        ops = list(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) else list(operands)
-        spec = _parse_einsum(formula, [t.ndim for t in ops])  # type: ignore[union-attr]
-        sizes: dict[str | int, int] = {}
-        views = []
-        for k, (t, labels) in enumerate(zip(ops, spec.inputs)):
-            t, labels = _einsum_diagonals(t, list(labels))  # type: ignore[arg-type]
-            for lab, size in zip(labels, t.shape):
-                seen = sizes.setdefault(lab, size)
-                if size != seen and 1 not in (size, seen):
-                    raise RuntimeError(
-                        f"einsum: subscript {_label_name(lab)} has size {size} for operand {k} which does not "
-                        f"broadcast with previously seen size {seen}"
-                    )
-                sizes[lab] = max(seen, size) if 1 in (size, seen) else seen
-            views.append((t, labels))
-        order = list(spec.output) + [lab for lab in spec.all_labels if lab not in spec.output]
-        prod: Tensor | None = None
-        for t, labels in views:
-            t = t.permute(sorted(range(len(labels)), key=lambda a: order.index(labels[a])))
-            dim_of = dict(zip(sorted(labels, key=order.index), t.shape))
-            t = t.reshape(tuple(dim_of.get(lab, 1) for lab in order))  # a 1 for each label it lacks
-            prod = t if prod is None else prod * t
-        assert prod is not None
-        out_dt = to_dtype(dtype) if dtype is not None else None
-        if out_dt is not None:
-            prod = prod.cast(out_dt)
-        contracted = tuple(range(len(spec.output), len(order)))
-        if contracted:
-            keep = out_dt or (None if len(views) == 1 else prod.dtype)  # one operand: torch.sum's int64 rule
-            prod = prod.sum(contracted, dtype=keep)
-        return prod.expand(tuple(sizes[lab] for lab in spec.output))
-
-    def interpolate(
-        self: Tensor,
-        size: int | Sequence[int] | None = None,
-        mode: str = "linear",
-        align_corners: bool = False,
-        scale_factor: float | Sequence[float] | None = None,
-    ) -> Tensor:
-        """Resample the last len(size) dims (tinygrad: any number of leading dims; an int size or scale_factor
-        means every dim after (N, C), as torch) to `size`, or to floor(in * scale_factor), matching
-        torch.nn.functional.interpolate. mode 'linear' (aliases 'bilinear', 'trilinear'): per dim, two taps
-        weighted by the distance to the source coordinate computed from arange; 'nearest' / 'nearest-exact':
-        torch's float32 source index, by repeat or a strided slice when the pattern is regular, else a gather."""
-        lin = mode in ("linear", "bilinear", "trilinear")
-        if not lin and mode not in ("nearest", "nearest-exact"):
-            raise NotImplementedError(f"interpolate: mode must be linear, bilinear, nearest or nearest-exact, got {mode!r}")
-        if align_corners and not lin:
-            raise ValueError("interpolate: align_corners option can only be set with the interpolating modes")
-        if (size is None) == (scale_factor is None):
-            raise ValueError("interpolate: exactly one of size or scale_factor should be defined")
-        given = size if size is not None else scale_factor
-        n = len(given) if isinstance(given, (list, tuple)) else self.ndim - 2  # type: ignore[arg-type]
-        if n < 1 or n > self.ndim:
-            raise ValueError(f"interpolate: cannot resample {n} dims of a tensor of shape {self.shape}")
-        spatial = self.shape[self.ndim - n :]
-        if size is not None:
-            outs = _tuple(size, n, "interpolate size")  # type: ignore[arg-type]
-            scales: list[float | None] = [None] * n
-        else:
-            sf = (scale_factor,) * n if not isinstance(scale_factor, (list, tuple)) else tuple(scale_factor)
-            if len(sf) != n:
-                raise ValueError(f"interpolate: expected {n} scale factors, got {scale_factor!r}")
-            outs = tuple(math.floor(i * f) for i, f in zip(spatial, sf))
-            scales = [1 / f for f in sf]  # torch indexes with 1/scale_factor when one is given
-        x = self if self.dtype.is_float or not lin else self._float()
-        for j, (i, o, sc) in enumerate(zip(spatial, outs, scales)):
-            ax = self.ndim - n + j
-            if o == i and sc is None:
-                continue
-            x = x.movedim(ax, -1)
-            x = _resample_linear(x, o, align_corners, sc) if lin else _resample_nearest(x, o, mode, sc)
-            x = x.movedim(-1, ax)
-        return x
-
-    def max_unpool2d(
-        self: Tensor,
-        indices: Tensor,
-        kernel_size: int | tuple[int, ...] = (2, 2),
-        stride: int | tuple[int, ...] | None = None,
-        dilation: int | tuple[int, ...] = 1,
-        padding: int | tuple[int, ...] = 0,
-        output_size: Sequence[int] | None = None,
-    ) -> Tensor:
-        """The inverse of max_pool2d(return_indices=True): each value goes to its flat index in a zero plane of
-        the spatial size (o-1)*s - 2p + d*(k-1) + 1 per dim, or the last dims of output_size. A one-hot match of
-        the indices against arange(plane); a position several windows chose takes their (equal) value once."""
-        from unigrad.tensor import Tensor
-
-        k_, s_, d_, pads = self._pool_args(kernel_size, stride, dilation, padding, "max_unpool2d")
-        n = len(k_)
-        if indices.shape != self.shape:
-            raise RuntimeError(f"max_unpool2d: indices {indices.shape} must have the shape of the input {self.shape}")
-        if output_size is not None:
-            out_sp = tuple(output_size)[-n:]
-        else:
-            out_sp = tuple((o - 1) * s - 2 * p + d * (k - 1) + 1 for o, k, s, d, (p, _) in zip(self.shape[-n:], k_, s_, d_, pads))
-        plane = math.prod(out_sp)
-        lead = self.shape[:-n]
-        vals = self.reshape(*lead, -1, 1)
-        match = indices.reshape(*lead, -1, 1) == Tensor.arange(plane, dtype=indices.dtype, device=self.device)
-        low = -math.inf if self.dtype.is_float else self.dtype.min
-        picked = match.where(vals, low).max(-2) if vals.shape[-2] else Tensor.zeros(*lead, plane, dtype=self.dtype)
-        return match.any(-2).where(picked, 0).cast(self.dtype).reshape(*lead, *out_sp)
+        return self.pad((*lead, *pads), value=fill)._pool(k_, s_, d_).max((-2, -1))
