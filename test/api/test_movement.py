@@ -501,7 +501,7 @@ def test_setitem_views_and_dtypes(view, dtype):
     check(t, r)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25, deadline=None, derandomize=True)
 @given(st.data())
 def test_basic_index_fuzz(draw):
     """Random basic index expressions (ints, slices with any steps, None, Ellipsis) against numpy."""
@@ -521,7 +521,13 @@ def test_basic_index_fuzz(draw):
             items.append(Ellipsis if Ellipsis not in items else slice(None))
     x = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape)
     index = tuple(items[: draw.draw(st.integers(0, len(items)))])
-    check(Tensor(x)[index], x[index])
+    try:
+        want = x[index]
+    except IndexError:  # e.g. (..., 0) on a size-0 last dim: an int after '...' binds from the right
+        with pytest.raises(IndexError):
+            Tensor(x)[index]
+        return
+    check(Tensor(x)[index], want)
     ours, ref = Tensor(x), x.copy()
     ours[index] = -1
     ref[index] = -1
