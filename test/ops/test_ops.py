@@ -1408,3 +1408,11 @@ def test_bigger_shapes_cpu(dtype, rng):
     a, b = matmul_data(rng, (65, 33), dtype), matmul_data(rng, (33, 17), dtype)
     check(Tensor(a) @ Tensor(b), torch.from_numpy(a) @ torch.from_numpy(b))
     check(Tensor(a).T.T @ Tensor(b).flip(1), torch.from_numpy(a) @ torch.from_numpy(b).flip(1))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_float_mod_with_infinities(device):
+    a = np.array([1.0, -1.0, np.inf, 5.5, -5.5, 0.0], np.float32)
+    b = np.array([np.inf, np.inf, 2.0, -3.0, 3.0, 2.0], np.float32)
+    want = torch.remainder(torch.tensor(a), torch.tensor(b)).numpy()
+    np.testing.assert_array_equal((Tensor(a, device=device) % Tensor(b, device=device)).numpy(), want)

@@ -202,5 +202,5 @@ def exec_alu(op: Ops, dtype: DType, *vals: ConstType) -> ConstType:
         return normalize(math.floor(_fdiv(*vals)) if vals[1] != 0 else _fdiv(*vals), dtype)
     if op is Ops.MOD and dtype.is_float:
         a, b = vals
-        return normalize(math.nan if b == 0 else a - b * math.floor(a / b), dtype)
+        return normalize(math.nan if b == 0 else a % b, dtype)  # Python's float % is floor-mod (1 % inf == 1)
     return normalize(ALU_PY[op](*vals), dtype)
