@@ -55,6 +55,17 @@ def _norm_axis(op: str, axis: int, ndim: int) -> int:
     return axis + ndim if axis < 0 else axis
 
 
+# torch's in-place cast rule: a result may be written into a tensor of the same or a higher kind (bool < int < float)
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "x": 1}
+_TORCH_NAMES = {"int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte", "float16": "Half"}
+_TORCH_NAMES |= {"bfloat16": "BFloat16", "float32": "Float", "float64": "Double", "bool": "Bool"}
+
+
+def _torch_name(dt: DType) -> str:
+    """The name torch's messages give a dtype (Float, Long, ...)."""
+    return _TORCH_NAMES.get(dt.name, dt.name.replace("uint", "UInt"))
+
+
 # leaves with requires_grad=True, by id (a WeakSet would compare tensors with ==, which builds a Tensor);
 # held weakly: backward() fills their .grad
 _leaves: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
@@ -157,6 +168,15 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
 
     def numel(self) -> int:
         return _prod(self.shape)
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    def nbytes(self) -> int:
+        return self.numel() * self.dtype.itemsize
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_float
 
     def size(self, dim: int | None = None) -> Any:
         return self.shape if dim is None else self.shape[_norm_axis("size", dim, self.ndim)]
@@ -721,6 +741,15 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
     def half(self) -> Tensor:
         return self.cast(dtypes.float16)
 
+    def bfloat16(self) -> Tensor:
+        return self.cast(dtypes.bfloat16)
+
+    def double(self) -> Tensor:
+        return self.cast(dtypes.float64)
+
+    def short(self) -> Tensor:
+        return self.cast(dtypes.int16)
+
     def int(self) -> Tensor:
         return self.cast(dtypes.int32)
 
@@ -753,7 +782,9 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
         return self.log2() * math.log(2)
 
     def cos(self) -> Tensor:
-        return (self._float() + math.pi / 2).sin()
+        """1 - 2 sin^2(x/2): x/2 is exact, while x + pi/2 would round away accuracy for large |x|."""
+        s = (self._float() * 0.5).sin()
+        return 1 - 2 * s * s
 
     def relu(self) -> Tensor:
         """max(x, 0) with torch's gradient (0 at x == 0) and nan passed through."""
@@ -915,6 +946,64 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
 
     def __rshift__(self, x: Tensor | ConstType) -> Tensor:
         return self.rshift(x)
+
+    # in-place operators: torch's rule (the result of the out-of-place op, which must be castable to self's dtype,
+    # written back into self) through assign into this tensor's buffer, realized at once as torch writes at once:
+    # views of the buffer see the new value, and no pending STORE is left for a later graph to run again
+    def _inplace(self, out: Tensor, op: str) -> Tensor:
+        if _KIND_RANK[out.dtype.kind] > _KIND_RANK[self.dtype.kind]:
+            raise RuntimeError(
+                f"{op}: result type {_torch_name(out.dtype)} can't be cast to the desired output type "
+                f"{_torch_name(self.dtype)}"
+            )
+        if out.shape != self.shape:
+            raise RuntimeError(
+                f"{op}: output with shape {list(self.shape)} doesn't match the broadcast shape {list(out.shape)}"
+            )
+        if self._requires_grad and self.is_leaf and not Tensor.no_grad:
+            raise RuntimeError(f"{op}: a leaf Variable that requires grad is being used in an in-place operation.")
+        if (self._requires_grad or out._requires_grad) and not Tensor.no_grad:
+            # a STORE has no gradient: keep the graph (the new value replaces this tensor's, functionally)
+            self.uop = out.cast(self.dtype).uop
+            self._requires_grad = True
+            return self
+        return self.assign(out).realize()
+
+    def __iadd__(self, x: Tensor | ConstType) -> Tensor:
+        return self._inplace(self.add(x), "add_")
+
+    def __isub__(self, x: Tensor | ConstType) -> Tensor:
+        return self._inplace(self.sub(x), "sub_")
+
+    def __imul__(self, x: Tensor | ConstType) -> Tensor:
+        return self._inplace(self.mul(x), "mul_")
+
+    def __itruediv__(self, x: Tensor | ConstType) -> Tensor:
+        return self._inplace(self.div(x), "div_")
+
+    def __ifloordiv__(self, x: Tensor | ConstType) -> Tensor:
+        return self._inplace(self.floordiv(x), "floor_divide_")
+
+    def __imod__(self, x: Tensor | ConstType) -> Tensor:
+        return self._inplace(self.mod(x), "remainder_")
+
+    def __ipow__(self, x: Tensor | ConstType) -> Tensor:
+        return self._inplace(self.pow(x), "pow_")
+
+    def __iand__(self, x: Tensor | ConstType) -> Tensor:
+        return self._inplace(self.bitwise_and(x), "bitwise_and_")
+
+    def __ior__(self, x: Tensor | ConstType) -> Tensor:
+        return self._inplace(self.bitwise_or(x), "bitwise_or_")
+
+    def __ixor__(self, x: Tensor | ConstType) -> Tensor:
+        return self._inplace(self.bitwise_xor(x), "bitwise_xor_")
+
+    def __ilshift__(self, x: Tensor | ConstType) -> Tensor:
+        return self._inplace(self.lshift(x), "bitwise_left_shift_")
+
+    def __irshift__(self, x: Tensor | ConstType) -> Tensor:
+        return self._inplace(self.rshift(x), "bitwise_right_shift_")
 
     def __invert__(self) -> Tensor:
         return self.logical_not() if self.dtype is dtypes.bool else self ^ -1
