@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import math
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,7 @@ from unigrad.api.creation import CreationMixin
 from unigrad.api.math import MathMixin
 from unigrad.api.movement import MovementMixin
 from unigrad.api.nn import NNMixin
+from unigrad.api.random import RandomMixin
 from unigrad.api.reduce import ReduceMixin
 from unigrad.dtype import ConstType, DType, dtypes, promote_types, promote_with_dims, result_dtype_with_scalar, to_dtype
 from unigrad.gradient import gradients, remember_graph
@@ -84,6 +85,30 @@ def _broadcast_shape(op: str, *shapes: Shape) -> Shape:
     return out
 
 
+# assigns not yet scheduled (the AFTER(target, STORE) node -> its tensor) and those scheduled (node -> the
+# view of the written buffer that replaces it in any graph built before): an assign's kernel runs once
+_assign_owner: weakref.WeakValueDictionary[UOp, Tensor] = weakref.WeakValueDictionary()
+_assigns_done: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
+
+
+def _is_assign(u: UOp) -> bool:
+    return u.op is Ops.AFTER and len(u.src) == 2 and u.src[1].op is Ops.STORE
+
+
+def _resolve_assigns(u: UOp) -> UOp:
+    """`u` with every already-scheduled assign replaced by the view of its buffer."""
+    if not _assigns_done:
+        return u
+    done = {n: _assigns_done[n] for n in u.toposort() if _is_assign(n) and n in _assigns_done}
+    return u.substitute(done) if done else u
+
+
+def _pending_assigns(uops: list[UOp]) -> list[UOp]:
+    if not _assign_owner:
+        return []
+    return [n for n in UOp(Ops.TUPLE, tuple(uops)).toposort() if _is_assign(n)]
+
+
 class no_grad(contextlib.ContextDecorator):
     """`with no_grad():` (or `@no_grad()`): results built inside do not require grad, as torch.no_grad.
     Sets the class-wide flag `Tensor.no_grad` (tinygrad spelling) and restores it on exit."""
@@ -100,11 +125,12 @@ class no_grad(contextlib.ContextDecorator):
         Tensor.no_grad = self._saved.pop()
 
 
-class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
+class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, RandomMixin):
     """A lazy n-dimensional array on a device."""
 
     __slots__ = ("uop", "device", "_requires_grad", "grad", "__weakref__")
     no_grad: bool = False  # class-wide: results built while set do not require grad (see unigrad.no_grad)
+    training: bool = False  # class-wide, tinygrad's flag for train-time behaviour (dropout, batchnorm statistics)
 
     def __init__(
         self,
@@ -265,22 +291,29 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
     def kernelize(self, *others: Tensor) -> Tensor:
         """Decide the kernels that compute these tensors (without running them); children will load
         their buffers instead of fusing their graphs."""
-        ts = (self, *others)
-        for dev in {t.device for t in ts}:
-            group = [t for t in ts if t.device == dev]
-            for t, u in zip(group, rt.kernelize([t.uop for t in group], dev)):
-                t._keep_graph_for_grad(u)
-                t.uop = u
-        return self
+        return self._schedule_with(rt.kernelize, others)
 
     def realize(self, *others: Tensor) -> Tensor:
         """Run the kernels that compute these tensors; afterwards each is a view of a filled buffer."""
+        return self._schedule_with(rt.realize, others)
+
+    def _schedule_with(self, schedule: Any, others: tuple[Tensor, ...]) -> Tensor:
+        """Kernelize or realize these tensors per device. Pending assigns in their graphs are scheduled with
+        them (once: afterwards every graph and the assigned tensor see the written buffer instead)."""
         ts = (self, *others)
         for dev in {t.device for t in ts}:
             group = [t for t in ts if t.device == dev]
-            for t, u in zip(group, rt.realize([t.uop for t in group], dev)):
+            uops = [_resolve_assigns(t.uop) for t in group]
+            pending = _pending_assigns(uops)
+            outs = schedule(uops + pending, dev)
+            for t, u in zip(group, outs):
                 t._keep_graph_for_grad(u)
                 t.uop = u
+            for node, u in zip(pending, outs[len(group) :]):
+                _assigns_done[node] = u
+                owner = _assign_owner.pop(node, None)  # no longer pending
+                if owner is not None and owner.uop is node:
+                    owner.uop = u
         return self
 
     def numpy(self) -> np.ndarray:
@@ -308,6 +341,10 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
     def tolist(self) -> Any:
         return self.numpy().tolist()
 
+    def data(self) -> memoryview:
+        """The values as a memoryview of this tensor's shape and format (a copy out, as numpy())."""
+        return memoryview(self.numpy())
+
     def to(self, device: str) -> Tensor:
         dev = Device.canonicalize(device)
         if dev == self.device:
@@ -319,6 +356,10 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
 
     def contiguous(self) -> Tensor:
         return self._new(UOp(Ops.LOAD, (self.uop,), LoadArg()))
+
+    def contiguous_backward(self) -> Tensor:
+        """The same values; the gradient flowing back through it is made contiguous (tinygrad)."""
+        return self._new(UOp(Ops.CONTIGUOUSBACKWARD, (self.uop,)))
 
     # ---------------------------------------------------------------- autograd
     @property
@@ -450,6 +491,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
             target = self.contiguous().realize().uop  # assign into a fresh buffer holding the current value
         store = UOp(Ops.STORE, (target, x.cast(self.dtype).uop))
         self.uop = UOp(Ops.AFTER, (target, store))
+        _assign_owner[self.uop] = self
         return self
 
     # ---------------------------------------------------------------- movement
@@ -517,8 +559,11 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
         self, padding: Sequence[tuple[int, int]] | Sequence[int], value: ConstType = 0.0, mode: str = "constant"
     ) -> Tensor:
         """Pad with `value` (mode 'constant') or by 'reflect', 'replicate', 'circular': padding is ((before, after),
-        ...) per dim from the first, or PyTorch's flat (last_before, last_after, prev_before, ...) form. Negative
-        amounts crop (constant mode)."""
+        ...) per dim from the first (None for (0, 0)), or PyTorch's flat (last_before, last_after, prev_before, ...)
+        form. Negative amounts crop (constant mode). A string second argument is the mode (torch and tinygrad order:
+        pad(padding, mode, value))."""
+        if isinstance(value, str):
+            value, mode = (0.0 if mode == "constant" else mode), value  # type: ignore[assignment]
         if padding and isinstance(padding[0], int):
             flat = list(padding)
             if len(flat) % 2 or len(flat) // 2 > self.ndim:
@@ -527,7 +572,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
                 (flat[i], flat[i + 1]) for i in range(len(flat) - 2, -1, -2)
             ]
         else:
-            pairs = [tuple(p) for p in padding]  # type: ignore[misc]
+            pairs = [(0, 0) if p is None else tuple(p) for p in padding]  # type: ignore[misc]
         if len(pairs) != self.ndim:
             raise RuntimeError(
                 f"pad: need a (before, after) pair for each of the {self.ndim} dims of {self.shape}, got {len(pairs)}"
@@ -734,6 +779,13 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
     def cast(self, dtype: DType | str) -> Tensor:
         dt = to_dtype(dtype)
         return self if dt == self.dtype else self._new(UOp(Ops.CAST, (self.uop,), dt))
+
+    def bitcast(self, dtype: DType | str) -> Tensor:
+        """Reinterpret the bits as `dtype` (same itemsize), as torch's Tensor.view(dtype)."""
+        dt = to_dtype(dtype)
+        if dt.itemsize != self.dtype.itemsize:
+            raise RuntimeError(f"bitcast: {self.dtype} ({self.dtype.itemsize} bytes) to {dt} ({dt.itemsize} bytes)")
+        return self if dt == self.dtype else self._new(UOp(Ops.BITCAST, (self.uop,), dt))
 
     def float(self) -> Tensor:
         return self.cast(dtypes.float32)
@@ -949,8 +1001,12 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
 
     # in-place operators: torch's rule (the result of the out-of-place op, which must be castable to self's dtype,
     # written back into self) through assign into this tensor's buffer, realized at once as torch writes at once:
-    # views of the buffer see the new value, and no pending STORE is left for a later graph to run again
-    def _inplace(self, out: Tensor, op: str) -> Tensor:
+    # views of the buffer see the new value, and no pending STORE is left in a graph (the runtime re-runs a STORE
+    # that two separately realized graphs share, so a pending one is realized before it is read)
+    def _inplace(self, fn: Callable[[Tensor, Any], Tensor], x: Tensor | ConstType, op: str) -> Tensor:
+        if self.uop.op is Ops.AFTER:  # a pending assign (see _inplace's note): written before it is read again
+            self.realize()
+        out = fn(self, x)
         if _KIND_RANK[out.dtype.kind] > _KIND_RANK[self.dtype.kind]:
             raise RuntimeError(
                 f"{op}: result type {_torch_name(out.dtype)} can't be cast to the desired output type "
@@ -970,40 +1026,40 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin):
         return self.assign(out).realize()
 
     def __iadd__(self, x: Tensor | ConstType) -> Tensor:
-        return self._inplace(self.add(x), "add_")
+        return self._inplace(Tensor.add, x, "add_")
 
     def __isub__(self, x: Tensor | ConstType) -> Tensor:
-        return self._inplace(self.sub(x), "sub_")
+        return self._inplace(Tensor.sub, x, "sub_")
 
     def __imul__(self, x: Tensor | ConstType) -> Tensor:
-        return self._inplace(self.mul(x), "mul_")
+        return self._inplace(Tensor.mul, x, "mul_")
 
     def __itruediv__(self, x: Tensor | ConstType) -> Tensor:
-        return self._inplace(self.div(x), "div_")
+        return self._inplace(Tensor.div, x, "div_")
 
     def __ifloordiv__(self, x: Tensor | ConstType) -> Tensor:
-        return self._inplace(self.floordiv(x), "floor_divide_")
+        return self._inplace(Tensor.floordiv, x, "floor_divide_")
 
     def __imod__(self, x: Tensor | ConstType) -> Tensor:
-        return self._inplace(self.mod(x), "remainder_")
+        return self._inplace(Tensor.mod, x, "remainder_")
 
     def __ipow__(self, x: Tensor | ConstType) -> Tensor:
-        return self._inplace(self.pow(x), "pow_")
+        return self._inplace(Tensor.pow, x, "pow_")
 
     def __iand__(self, x: Tensor | ConstType) -> Tensor:
-        return self._inplace(self.bitwise_and(x), "bitwise_and_")
+        return self._inplace(Tensor.bitwise_and, x, "bitwise_and_")
 
     def __ior__(self, x: Tensor | ConstType) -> Tensor:
-        return self._inplace(self.bitwise_or(x), "bitwise_or_")
+        return self._inplace(Tensor.bitwise_or, x, "bitwise_or_")
 
     def __ixor__(self, x: Tensor | ConstType) -> Tensor:
-        return self._inplace(self.bitwise_xor(x), "bitwise_xor_")
+        return self._inplace(Tensor.bitwise_xor, x, "bitwise_xor_")
 
     def __ilshift__(self, x: Tensor | ConstType) -> Tensor:
-        return self._inplace(self.lshift(x), "bitwise_left_shift_")
+        return self._inplace(Tensor.lshift, x, "bitwise_left_shift_")
 
     def __irshift__(self, x: Tensor | ConstType) -> Tensor:
-        return self._inplace(self.rshift(x), "bitwise_right_shift_")
+        return self._inplace(Tensor.rshift, x, "bitwise_right_shift_")
 
     def __invert__(self) -> Tensor:
         return self.logical_not() if self.dtype is dtypes.bool else self ^ -1

@@ -1416,3 +1416,14 @@ def test_float_mod_with_infinities(device):
     b = np.array([np.inf, np.inf, 2.0, -3.0, 3.0, 2.0], np.float32)
     want = torch.remainder(torch.tensor(a), torch.tensor(b)).numpy()
     np.testing.assert_array_equal((Tensor(a, device=device) % Tensor(b, device=device)).numpy(), want)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bitcast(device):
+    x = np.array([1.0, -2.5, 0.0, np.inf, -0.0], np.float32)
+    t = Tensor(x, device=device)
+    np.testing.assert_array_equal(t.bitcast(dtypes.int32).numpy(), x.view(np.int32))
+    np.testing.assert_array_equal((t.bitcast("uint32") >> 31).numpy(), x.view(np.uint32) >> 31)
+    np.testing.assert_array_equal(t.bitcast(dtypes.int32).bitcast(dtypes.float32).numpy(), x)
+    with pytest.raises(RuntimeError, match="bitcast"):
+        t.bitcast(dtypes.int16)

@@ -62,3 +62,23 @@ def test_assign_is_store_then_after():
     assert a.uop.op is Ops.AFTER and a.uop.src[1].op is Ops.STORE
     a.realize()
     assert a.uop.op is Ops.RESHAPE and a.uop.src[0].op is Ops.BUFFER
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_pending_assign_runs_once_whoever_realizes_it(device):
+    x = Tensor([1.0, 2.0], device=device).realize()
+    x.assign(x + 1)
+    z, y = x * 3, x * 2  # both built while the assign is pending
+    assert y.tolist() == [4.0, 6.0]  # runs the assign with y
+    assert z.tolist() == [6.0, 9.0] and x.tolist() == [2.0, 3.0]  # not again
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_chained_assigns(device):
+    x = Tensor([1.0, 2.0], device=device).realize()
+    x.assign(x + 1)
+    x.assign(x * 2)
+    x.assign(x + 1)
+    assert x.tolist() == [5.0, 7.0]
+    x.assign(x - 1)
+    assert x.tolist() == [4.0, 6.0]

@@ -7,9 +7,10 @@ multinomial, dropout, rand_like) wait for the THREEFRY primitive in the kernel p
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from unigrad.dtype import DType, dtypes, to_dtype
+from unigrad.dtype import ConstType, DType, dtypes, to_dtype
 
 if TYPE_CHECKING:
     from unigrad.tensor import Tensor
@@ -64,3 +65,44 @@ class CreationMixin:
         from unigrad.tensor import Tensor
 
         return Tensor.empty(self.shape, dtype=dtype or self.dtype, device=device or self.device)
+
+    def clone(self: Tensor) -> Tensor:
+        """A copy in a buffer of its own, made now (as torch.clone): a later in-place write to either leaves the
+        other. A tensor that requires grad is copied through a LOAD, so gradients flow back through the clone."""
+        from unigrad.tensor import Tensor
+
+        if self.requires_grad:
+            return self.contiguous()
+        return Tensor.empty(self.shape, dtype=self.dtype, device=self.device).assign(self).realize()
+
+    def new_full(
+        self: Tensor,
+        size: Sequence[int],
+        fill_value: ConstType,
+        dtype: DType | str | None = None,
+        device: str | None = None,
+    ) -> Tensor:
+        """torch's Tensor.new_*: a new tensor with self's dtype and device unless given."""
+        from unigrad.tensor import Tensor
+
+        return Tensor.full(tuple(size), fill_value, dtype=dtype or self.dtype, device=device or self.device)
+
+    def new_zeros(self: Tensor, *size: Any, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+        return self.new_full(_size_arg(size), 0, dtype, device)
+
+    def new_ones(self: Tensor, *size: Any, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+        return self.new_full(_size_arg(size), 1, dtype, device)
+
+    def new_empty(self: Tensor, *size: Any, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+        from unigrad.tensor import Tensor
+
+        return Tensor.empty(_size_arg(size), dtype=dtype or self.dtype, device=device or self.device)
+
+    def new_tensor(self: Tensor, data: Any, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+        from unigrad.tensor import Tensor
+
+        return Tensor(data, dtype=dtype or self.dtype, device=device or self.device)
+
+
+def _size_arg(size: tuple) -> tuple[int, ...]:
+    return tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)

@@ -628,6 +628,65 @@ class MathMixin:
         _float_only(self, "hardswish")
         return self * self.hardsigmoid()
 
+    # ---------------------------------------------------------------- comparisons and aliases (torch/tinygrad names)
+    def lt(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        return self < other
+
+    def gt(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        return self > other
+
+    def le(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        return self <= other
+
+    def ge(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        return self >= other
+
+    def isclose(
+        self: Tensor, other: Tensor | ConstType, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+    ) -> Tensor:
+        """|x - y| <= atol + rtol * |y| elementwise, as torch.isclose: infinities are close only to themselves,
+        nan only to nan and only with equal_nan."""
+        x, y = self._broadcasted(other, "isclose")
+        close = x.eq(y)
+        xf, yf = x._float(), y._float()
+        near = (xf - yf).abs() <= yf.abs() * rtol + atol
+        if x.dtype.is_float:
+            near = near & yf.isfinite()
+        close = close | near
+        if equal_nan and x.dtype.is_float:
+            close = close | (x.isnan() & y.isnan())
+        return close
+
+    def idiv(self: Tensor, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
+        """tinygrad's integer division: the quotient truncated toward zero (C), for ints and floats."""
+        return self.div(other, reverse, rounding_mode="trunc")
+
+    def xor(self: Tensor, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
+        return self.bitwise_xor(other, reverse)
+
+    def bitwise_not(self: Tensor) -> Tensor:
+        if self.dtype.is_float:
+            raise RuntimeError(f"bitwise_not: only defined for integer and bool tensors, got {self.dtype}")
+        return ~self
+
+    def __abs__(self: Tensor) -> Tensor:
+        return self.abs()
+
+    def __pos__(self: Tensor) -> Tensor:
+        return self
+
+    def __rlshift__(self: Tensor, x: ConstType) -> Tensor:
+        return self.lshift(x, True)
+
+    def __rrshift__(self: Tensor, x: ConstType) -> Tensor:
+        return self.rshift(x, True)
+
+    def __rmatmul__(self: Tensor, x: object) -> Tensor:
+        """x @ self for x that is not a Tensor (a nested list): made a tensor of self's dtype first."""
+        from unigrad.tensor import Tensor
+
+        return Tensor(x, device=self.device, dtype=self.dtype).matmul(self)
+
 
 def _asin_poly(s: Tensor) -> Tensor:
     z = s * s

@@ -1027,8 +1027,11 @@ class MovementMixin:
     def argsort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
         return self.sort(dim, descending)[1]
 
-    def topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[Tensor, Tensor]:
-        """The k largest (smallest) elements along dim and their indices, from a full stable sort."""
+    def topk(
+        self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, sorted_: bool | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """The k largest (smallest) elements along dim and their indices, from a full stable sort (so always in
+        sorted order, which torch allows for sorted=False too; `sorted_` is tinygrad's spelling)."""
         x = self.reshape(1) if self.ndim == 0 else self
         d = _dim("topk", dim, x.ndim)
         if not 0 <= k <= x.shape[d]:
@@ -1069,8 +1072,54 @@ class MovementMixin:
             out.append((smaller.reshape(1, n) == _arange(distinct, self.device).reshape(distinct, 1)).sum(1))
         return out[0] if len(out) == 1 else tuple(out)
 
+    # ---------------------------------------------------------------- helpers that need Tensor methods
 
-# ---------------------------------------------------------------- helpers that need Tensor methods
+    # ------------------------------------------------------------ einops-style
+    def rearrange(self: Tensor, formula: str, **sizes: int) -> Tensor:
+        """einops.rearrange: 'b c (h w) -> b (c h) w' with h= or w= given. Names on the left split the dims
+        (a group is unflattened; one size per group may be inferred), the right side orders and merges them:
+        a reshape, a permute and a reshape. '...' stands for the dims no name covers ('(...)' on the right
+        merges them); '1' or '()' is a size-1 dim."""
+        lhs, arrow, rhs = formula.partition("->")
+        if not arrow:
+            raise ValueError(f"rearrange: formula {formula!r} needs '->'")
+        left, right = _einops_groups(lhs), _einops_groups(rhs)
+        n_ell = self.ndim - len(left) + 1 if ["..."] in left else 0
+        if n_ell < 0 or (not n_ell and len(left) != self.ndim):
+            raise RuntimeError(f"rearrange: {lhs.strip()!r} names {len(left)} dims, the tensor has {self.ndim}")
+        ell = [f"...{i}" for i in range(n_ell)]
+        names: list[str] = []
+        dims: list[int] = []
+        d = 0
+        for group in left:
+            if group == ["..."]:
+                names += ell
+                dims += self.shape[d : d + n_ell]
+                d += n_ell
+                continue
+            group = [n for n in group if n not in ("(", "1")]
+            size = self.shape[d]
+            d += 1
+            known = [sizes.get(n) for n in group]
+            if known.count(None) > 1:
+                raise ValueError(f"rearrange: cannot infer more than one size in the group ({' '.join(group)})")
+            rest = math.prod(k for k in known if k is not None)
+            if (None not in known and rest != size) or (None in known and (rest == 0 or size % rest)):
+                raise RuntimeError(f"rearrange: group ({' '.join(group)}) does not split a dim of size {size}")
+            names += group
+            dims += [k if k is not None else size // rest for k in known]
+        out_groups: list[list[str]] = []
+        for g in right:  # a bare '...' keeps its dims apart, a parenthesized group merges its names
+            if g == ["..."]:
+                out_groups += [[e] for e in ell]
+            else:
+                out_groups.append([e for n in g if n not in ("(", "1") for e in (ell if n == "..." else [n])])
+        out_names = [n for g in out_groups for n in g]
+        if sorted(out_names) != sorted(names) or len(set(names)) != len(names):
+            raise RuntimeError(f"rearrange: {formula!r} must use each name once on each side")
+        x = self.reshape(dims).permute([names.index(n) for n in out_names])
+        size_of = dict(zip(names, dims))
+        return x.reshape([math.prod(size_of[n] for n in g) for g in out_groups])
 
 
 def _const(x: Tensor, value: ConstType) -> Tensor:
@@ -1087,6 +1136,30 @@ def _extreme(dt: DType, highest: bool) -> ConstType:
     if dt is dtypes.bool:
         return highest
     return dt.max if highest else dt.min
+
+
+def _einops_groups(side: str) -> list[list[str]]:
+    """'b (h w) 1 ... (...)' -> [['b'], ['h', 'w'], ['1'], ['...'], ['(', '...']]: one list per dim; a
+    parenthesized group starts with '(' (so '(...)' merges what a bare '...' keeps apart; '()' is size 1)."""
+    groups: list[list[str]] = []
+    current: list[str] | None = None
+    for tok in side.replace("(", " ( ").replace(")", " ) ").split():
+        if tok == "(":
+            if current is not None:
+                raise ValueError(f"rearrange: nested parentheses in {side!r}")
+            current = ["("]
+        elif tok == ")":
+            if current is None:
+                raise ValueError(f"rearrange: unbalanced parentheses in {side!r}")
+            groups.append(current)
+            current = None
+        elif current is not None:
+            current.append(tok)
+        else:
+            groups.append([tok])
+    if current is not None:
+        raise ValueError(f"rearrange: unbalanced parentheses in {side!r}")
+    return groups
 
 
 def _nonzero_positions(flat: Tensor) -> Tensor:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from unigrad.dtype import dtypes
+import numpy as np
+
+from unigrad.dtype import DType, dtypes
 
 if TYPE_CHECKING:
     from unigrad.tensor import Tensor
@@ -26,6 +29,148 @@ def _tuple(x: int | Sequence[int], n: int, name: str) -> tuple[int, ...]:
 
 def _out_size(i: int, k: int, s: int, d: int) -> int:
     return (i - d * (k - 1) - 1) // s + 1
+
+
+def _ceil_extra(
+    spatial: Sequence[int], k_: Sequence[int], s_: Sequence[int], d_: Sequence[int], pads: list, ceil_mode: bool
+) -> list[int]:
+    """Padding past the end that ceil_mode needs per dim: torch rounds the output size up, but a last window
+    must start inside the input or its left padding."""
+    if not ceil_mode:
+        return [0] * len(k_)
+    out = []
+    for i, k, s, d, (b, a) in zip(spatial, k_, s_, d_, pads):
+        span = i + b + a
+        o = -(-(span - d * (k - 1) - 1) // s) + 1
+        if (o - 1) * s >= i + b:
+            o -= 1
+        out.append(max(0, (o - 1) * s + d * (k - 1) + 1 - span))
+    return out
+
+
+# ---------------------------------------------------------------- einsum formula parsing
+Label = str | int  # a subscript letter, or the position of a dim that '...' stands for (right-aligned)
+
+
+@dataclass(frozen=True)
+class EinsumSpec:
+    inputs: tuple[tuple[Label, ...], ...]  # per operand, one label per dim
+    output: tuple[Label, ...]
+    all_labels: tuple[Label, ...]  # every input label, in order of first appearance
+
+
+def _label_name(lab: Label) -> str:
+    return lab if isinstance(lab, str) else "..."
+
+
+def _split_subscripts(part: str, what: str) -> tuple[str, bool, str]:
+    """'ab...c' -> ('ab', True, 'c'); letters only, at most one ellipsis."""
+    before, ell, after = part.partition("...")
+    if "..." in after or not all(c.isalpha() and c.isascii() for c in before + after):
+        raise RuntimeError(f"einsum(): invalid subscripts {part!r} in {what}; expected letters and at most one '...'")
+    return before, bool(ell), after
+
+
+def _parse_einsum(formula: str, ndims: list[int]) -> EinsumSpec:
+    """Labels for each operand's dims and for the output (torch's implicit form: '...' dims, then the letters
+    that appear exactly once, sorted)."""
+    f = formula.replace(" ", "")
+    lhs, arrow, rhs = f.partition("->")
+    parts = lhs.split(",")
+    if len(parts) != len(ndims):
+        more = "fewer" if len(ndims) < len(parts) else "more"
+        raise RuntimeError(f"einsum(): {more} operands were provided than specified in the equation {formula!r}")
+    split = [_split_subscripts(p, f"operand {k}") for k, p in enumerate(parts)]
+    n_ell = []
+    for k, ((before, ell, after), nd) in enumerate(zip(split, ndims)):
+        letters = len(before) + len(after)
+        if (not ell and letters != nd) or letters > nd:
+            raise RuntimeError(
+                f"einsum(): the number of subscripts in the equation ({letters}) does not match the number of "
+                f"dimensions ({nd}) for operand {k}" + ("" if ell else " and no ellipsis was given")
+            )
+        n_ell.append(nd - letters if ell else 0)
+    e = max(n_ell, default=0)
+    inputs = tuple(
+        (*before, *range(e - m, e), *after)
+        for (before, _, after), m in zip(split, n_ell)  # type: ignore[misc]
+    )
+    all_labels = tuple(dict.fromkeys(lab for labels in inputs for lab in labels))
+    if not arrow:
+        counts = [lab for labels in inputs for lab in labels if isinstance(lab, str)]
+        once = sorted(lab for lab in set(counts) if counts.count(lab) == 1)
+        return EinsumSpec(inputs, (*range(e), *once), all_labels)
+    before, ell, after = _split_subscripts(rhs, "the output")
+    output = (*before, *(range(e) if ell else ()), *after)
+    for lab in before + after:
+        if lab not in all_labels:
+            raise RuntimeError(
+                f"einsum(): output subscript {lab} does not appear in the equation for any input operand"
+            )
+        if (before + after).count(lab) > 1:
+            raise RuntimeError(f"einsum(): output subscript {lab} appears more than once in the output")
+    return EinsumSpec(inputs, output, all_labels)  # type: ignore[arg-type]
+
+
+def _einsum_diagonals(t: Tensor, labels: list[Label]) -> tuple[Tensor, list[Label]]:
+    """A label repeated within one operand ('ii->i') reads the diagonal of those dims (moved last)."""
+    while len(set(labels)) != len(labels):
+        lab = next(lab for lab in labels if labels.count(lab) > 1)
+        p = labels.index(lab)
+        q = labels.index(lab, p + 1)
+        t = t.diagonal(0, p, q)
+        labels = [x for a, x in enumerate(labels) if a not in (p, q)] + [lab]
+    return t, labels
+
+
+# ---------------------------------------------------------------- interpolation along the last dim
+def _resample_linear(x: Tensor, o: int, align_corners: bool, scale: float | None) -> Tensor:
+    """(..., i) -> (..., o) by torch's linear rule: source coordinate src from arange (half-pixel centers, clamped
+    at 0, or corner-aligned), taps i0 = floor(src) and min(i0 + 1, i - 1) weighted 1 - l and l = src - i0. Each
+    tap is a one-hot select over the i inputs (where, not multiply: an inf elsewhere does not leak)."""
+    from unigrad.tensor import Tensor
+
+    i = x.shape[-1]
+    cdt = dtypes.float64 if x.dtype is dtypes.float64 else dtypes.float32  # torch's opmath type
+    dst = Tensor.arange(o, dtype=cdt, device=x.device)
+    if align_corners:
+        src = dst * ((i - 1) / (o - 1) if o > 1 else 0.0)
+    else:
+        src = ((dst + 0.5) * (scale if scale is not None else i / o) - 0.5).maximum(0.0)
+    i0 = src.cast(dtypes.int64)  # trunc is floor: src >= 0
+    lam = src - i0.cast(cdt)
+    i1 = (i0 + 1).minimum(i - 1)
+    pos = Tensor.arange(i, device=x.device).reshape(i, 1)
+    xe = x.unsqueeze(-1)  # (..., i, 1) against (i, o) masks
+    taps = (pos == i0.reshape(1, o)).where(xe, 0) * (1 - lam) + (pos == i1.reshape(1, o)).where(xe, 0) * lam
+    return taps.sum(-2).cast(x.dtype)
+
+
+def _nearest_indices(i: int, o: int, mode: str, scale: float | None) -> list[int]:
+    """torch's source index for each output position, in its float32 arithmetic so the rounding matches:
+    nearest floor(dst * scale), nearest-exact floor((dst + 0.5) * scale), scale = i/o or 1/scale_factor.
+    Shape metadata only: no tensor data is read."""
+    sc = np.float32(scale) if scale is not None else np.float32(i) / np.float32(o)
+    dst = np.arange(o)
+    if mode == "nearest":
+        src = np.floor(dst.astype(np.float32) * sc)
+    else:
+        src = np.floor(((dst + 0.5) * np.float64(sc)).astype(np.float32))
+    return [min(int(v), i - 1) for v in src]
+
+
+def _resample_nearest(x: Tensor, o: int, mode: str, scale: float | None) -> Tensor:
+    """(..., i) -> (..., o) picking torch's nearest source: a repeat when every input is taken k times in a row,
+    a strided slice when the sources step evenly, otherwise a gather by the index list."""
+    i = x.shape[-1]
+    idx = _nearest_indices(i, o, mode, scale)
+    if o % i == 0 and idx == [q // (o // i) for q in range(o)]:
+        k = o // i
+        return x.unsqueeze(-1).expand(*x.shape, k).reshape(*x.shape[:-1], o)
+    step = idx[1] - idx[0] if o > 1 else 1
+    if step >= 1 and idx == list(range(idx[0], idx[0] + step * o, step)):
+        return x[..., idx[0] : idx[0] + step * (o - 1) + 1 : step]
+    return x[..., idx]
 
 
 class NNMixin:
@@ -100,19 +245,32 @@ class NNMixin:
             target = target * (1 - label_smoothing) + label_smoothing / self.shape[axis]
         return NNMixin._reduce_loss(-(logp * target).sum(axis), reduction, "cross_entropy")
 
-    def nll_loss(self: Tensor, Y: Tensor, reduction: str = "mean", ignore_index: int | None = None) -> Tensor:
-        """Log-probabilities (N, C) against class indices; the mean is over targets not ignored."""
+    def nll_loss(
+        self: Tensor,
+        Y: Tensor,
+        weight: Tensor | str | None = None,
+        ignore_index: int | None = None,
+        reduction: str = "mean",
+    ) -> Tensor:
+        """Log-probabilities (N, C, ...) or (C,) against class indices, as torch.nn.functional.nll_loss (tinygrad's
+        argument order; the older (Y, reduction, ignore_index) order still works). Each picked term is scaled by
+        weight[class]; the mean divides by the summed weights of the targets not ignored."""
+        if isinstance(weight, str):  # nll_loss(Y, reduction, ignore_index)
+            reduction, weight = weight, None
         axis = 1 if self.ndim > 1 else 0
         mask = Y.one_hot(self.shape[axis]).cast(self.dtype)
+        if weight is not None:
+            mask = mask * weight.cast(self.dtype)
         if self.ndim > 2:
             mask = mask.permute(0, mask.ndim - 1, *range(1, mask.ndim - 1))
         picked = -(self * mask).sum(axis)
-        if ignore_index is None:
+        if ignore_index is None and weight is None:
             return NNMixin._reduce_loss(picked, reduction, "nll_loss")
-        keep = (Y != ignore_index).cast(self.dtype)
+        keep = (Y != ignore_index).cast(self.dtype) if ignore_index is not None else Y.ones_like().cast(self.dtype)
         picked = picked * keep
         if reduction == "mean":
-            return picked.sum() / keep.sum()
+            w = keep if weight is None else keep * mask.sum(axis)
+            return picked.sum() / w.sum()
         return NNMixin._reduce_loss(picked, reduction, "nll_loss")
 
     def sparse_categorical_crossentropy(
@@ -293,37 +451,194 @@ class NNMixin:
     def _pool_args(
         self: Tensor, kernel_size: object, stride: object, dilation: object, padding: object, name: str
     ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], list]:
-        k_ = _tuple(kernel_size, 2, f"{name} kernel_size")  # type: ignore[arg-type]
-        s_ = k_ if stride is None else _tuple(stride, 2, f"{name} stride")  # type: ignore[arg-type]
-        d_ = _tuple(dilation, 2, f"{name} dilation")  # type: ignore[arg-type]
-        pads = [(p, p) for p in _tuple(padding, 2, f"{name} padding")]  # type: ignore[arg-type]
+        n = 2 if isinstance(kernel_size, int) else len(kernel_size)  # type: ignore[arg-type]
+        k_ = _tuple(kernel_size, n, f"{name} kernel_size")  # type: ignore[arg-type]
+        s_ = k_ if stride is None else _tuple(stride, n, f"{name} stride")  # type: ignore[arg-type]
+        d_ = _tuple(dilation, n, f"{name} dilation")  # type: ignore[arg-type]
+        if not isinstance(padding, int) and len(padding) == 2 * n:  # type: ignore[arg-type]
+            flat = tuple(padding)  # type: ignore[arg-type]  # torch's flat (last_before, last_after, ...) form
+            return k_, s_, d_, [(flat[2 * (n - 1 - j)], flat[2 * (n - 1 - j) + 1]) for j in range(n)]
+        pads = [(p, p) for p in _tuple(padding, n, f"{name} padding")]  # type: ignore[arg-type]
         return k_, s_, d_, pads
 
     def avg_pool2d(
         self: Tensor,
-        kernel_size: int | tuple[int, int] = (2, 2),
-        stride: int | tuple[int, int] | None = None,
-        dilation: int | tuple[int, int] = 1,
-        padding: int | tuple[int, int] = 0,
+        kernel_size: int | tuple[int, ...] = (2, 2),
+        stride: int | tuple[int, ...] | None = None,
+        dilation: int | tuple[int, ...] = 1,
+        padding: int | tuple[int, ...] = 0,
+        ceil_mode: bool = False,
         count_include_pad: bool = True,
     ) -> Tensor:
+        """Mean over each window of the last len(kernel_size) dims (2 for an int). As torch, the divisor counts the
+        explicit padding when count_include_pad, but never the extra windows ceil_mode adds past it."""
+        from unigrad.tensor import Tensor
+
         k_, s_, d_, pads = self._pool_args(kernel_size, stride, dilation, padding, "avg_pool2d")
-        lead = [(0, 0)] * (self.ndim - 2)
-        x = self._float().pad((*lead, *pads))._pool(k_, s_, d_)
-        total = x.sum((-2, -1))
-        if count_include_pad or all(p == (0, 0) for p in pads):
-            return total / (k_[0] * k_[1])
-        ones = self._float().ones_like().pad((*lead, *pads))._pool(k_, s_, d_)
-        return total / ones.sum((-2, -1))
+        n = len(k_)
+        extra = _ceil_extra(self.shape[-n:], k_, s_, d_, pads, ceil_mode)
+        lead = [(0, 0)] * (self.ndim - n)
+        full = [(b, a + e) for (b, a), e in zip(pads, extra)]
+        axes = tuple(range(-n, 0))
+        total = self._float().pad((*lead, *full))._pool(k_, s_, d_).sum(axes)
+        if not any(extra) and (count_include_pad or all(p == (0, 0) for p in pads)):
+            return total / math.prod(k_)
+        ones = Tensor.ones(self.shape[-n:], dtype=total.dtype, device=self.device)
+        ones = ones.pad(pads, value=1.0 if count_include_pad else 0.0).pad([(0, e) for e in extra])
+        return total / ones._pool(k_, s_, d_).sum(axes)
 
     def max_pool2d(
         self: Tensor,
-        kernel_size: int | tuple[int, int] = (2, 2),
-        stride: int | tuple[int, int] | None = None,
-        dilation: int | tuple[int, int] = 1,
-        padding: int | tuple[int, int] = 0,
-    ) -> Tensor:
+        kernel_size: int | tuple[int, ...] = (2, 2),
+        stride: int | tuple[int, ...] | None = None,
+        dilation: int | tuple[int, ...] = 1,
+        padding: int | tuple[int, ...] = 0,
+        ceil_mode: bool = False,
+        return_indices: bool = False,
+    ) -> Tensor | tuple[Tensor, Tensor]:
+        """Max over each window of the last len(kernel_size) dims (2 for an int). With return_indices, also the
+        int64 flat index (into the unpadded spatial plane, as torch) of the first maximum of each window in scan
+        order: the smallest plane index among the window's positions equal to the max."""
+        from unigrad.tensor import Tensor
+
         k_, s_, d_, pads = self._pool_args(kernel_size, stride, dilation, padding, "max_pool2d")
-        lead = [(0, 0)] * (self.ndim - 2)
+        n = len(k_)
+        extra = _ceil_extra(self.shape[-n:], k_, s_, d_, pads, ceil_mode)
+        full = [(b, a + e) for (b, a), e in zip(pads, extra)]
+        lead = [(0, 0)] * (self.ndim - n)
         fill = -math.inf if self.dtype.is_float else self.dtype.min
-        return self.pad((*lead, *pads), value=fill)._pool(k_, s_, d_).max((-2, -1))
+        axes = tuple(range(-n, 0))
+        windows = self.pad((*lead, *full), value=fill)._pool(k_, s_, d_)  # (..., *o, *k)
+        out = windows.max(axes)
+        if not return_indices:
+            return out
+        plane = math.prod(self.shape[-n:])
+        pos = Tensor.arange(plane, dtype=dtypes.int64, device=self.device).reshape(self.shape[-n:])
+        pos = pos.pad(full, value=plane)._pool(k_, s_, d_)  # (*o, *k): padding never wins the min below
+        hit = windows == out.reshape(out.shape + (1,) * n)
+        return out, hit.where(pos, plane).min(axes)
+
+    def sequential(self: Tensor, ll: Sequence[object]) -> Tensor:
+        """Apply each callable in `ll` in turn (tinygrad's Tensor.sequential)."""
+        x = self
+        for f in ll:
+            x = f(x)  # type: ignore[operator]
+        return x
+
+    # ---------------------------------------------------------------- einsum, resampling, unpooling
+    @staticmethod
+    def einsum(formula: str, *operands: Tensor | Sequence[Tensor], dtype: DType | str | None = None) -> Tensor:
+        """Einstein summation as torch.einsum: explicit ('ij,jk->ik') or implicit output (the labels seen once,
+        sorted), a label repeated in one operand takes the diagonal, '...' stands for broadcast dims, and labels
+        of size 1 broadcast. Operands are folded in left to right: each is permuted and reshaped onto the running
+        product's labels (a broadcast multiply), then the labels no later operand and not the output uses are
+        summed away, so 'ij,jk,kl->il' costs two matmuls, not one i*j*k*l product."""
+        ops = list(operands[0]) if len(operands) == 1 and isinstance(operands[0], (list, tuple)) else list(operands)
+        spec = _parse_einsum(formula, [t.ndim for t in ops])  # type: ignore[union-attr]
+        sizes: dict[Label, int] = {}
+        views = []
+        for k, (t, labels) in enumerate(zip(ops, spec.inputs)):
+            t, labs = _einsum_diagonals(t.cast(dtype) if dtype is not None else t, list(labels))  # type: ignore[union-attr]
+            for lab, size in zip(labs, t.shape):
+                seen = sizes.setdefault(lab, size)
+                if size != seen and 1 not in (size, seen):
+                    raise RuntimeError(
+                        f"einsum(): subscript {_label_name(lab)} has size {size} for operand {k} which does not "
+                        f"broadcast with previously seen size {seen}"
+                    )
+                sizes[lab] = max(seen, size)
+            views.append((t, labs))
+        prod, cur = views[0]
+        for k in range(len(views)):
+            if k:
+                t, labs = views[k]
+                cur = cur + [lab for lab in labs if lab not in cur]
+                t = t.permute(sorted(range(len(labs)), key=lambda a: cur.index(labs[a])))
+                dim_of = dict(zip(sorted(labs, key=cur.index), t.shape))
+                prod = prod.reshape(prod.shape + (1,) * (len(cur) - prod.ndim)) * t.reshape(
+                    tuple(dim_of.get(lab, 1) for lab in cur)  # a 1 for each label this operand lacks
+                )
+            later = {lab for _, labs in views[k + 1 :] for lab in labs}
+            drop = tuple(a for a, lab in enumerate(cur) if lab not in spec.output and lab not in later)
+            if drop:
+                prod = prod.sum(drop, dtype=None if len(views) == 1 else prod.dtype)  # one operand: torch.sum's int64
+                cur = [lab for a, lab in enumerate(cur) if a not in drop]
+        prod = prod.permute(tuple(cur.index(lab) for lab in spec.output))
+        return prod.expand(tuple(sizes[lab] for lab in spec.output))
+
+    def interpolate(
+        self: Tensor,
+        size: int | Sequence[int] | None = None,
+        mode: str = "linear",
+        align_corners: bool = False,
+        scale_factor: float | Sequence[float] | None = None,
+    ) -> Tensor:
+        """Resample the last len(size) dims (tinygrad: any number of leading dims; an int size or scale_factor
+        means every dim after (N, C), as torch) to `size`, or to floor(in * scale_factor), matching
+        torch.nn.functional.interpolate. mode 'linear' (aliases 'bilinear', 'trilinear'): per dim, two taps
+        weighted by the distance to the source coordinate computed from arange; 'nearest' / 'nearest-exact':
+        torch's float32 source index, by repeat or a strided slice when the pattern is regular, else a gather."""
+        lin = mode in ("linear", "bilinear", "trilinear")
+        if not lin and mode not in ("nearest", "nearest-exact"):
+            raise NotImplementedError(
+                f"interpolate: mode must be linear, bilinear, nearest or nearest-exact, got {mode!r}"
+            )
+        if align_corners and not lin:
+            raise ValueError("interpolate: align_corners option can only be set with the interpolating modes")
+        if (size is None) == (scale_factor is None):
+            raise ValueError("interpolate: exactly one of size or scale_factor should be defined")
+        given = size if size is not None else scale_factor
+        n = len(given) if isinstance(given, (list, tuple)) else self.ndim - 2  # type: ignore[arg-type]
+        if n < 1 or n > self.ndim:
+            raise ValueError(f"interpolate: cannot resample {n} dims of a tensor of shape {self.shape}")
+        spatial = self.shape[self.ndim - n :]
+        if size is not None:
+            outs = _tuple(size, n, "interpolate size")  # type: ignore[arg-type]
+            scales: list[float | None] = [None] * n
+        else:
+            sf = (scale_factor,) * n if not isinstance(scale_factor, (list, tuple)) else tuple(scale_factor)
+            if len(sf) != n:
+                raise ValueError(f"interpolate: expected {n} scale factors, got {scale_factor!r}")
+            outs = tuple(math.floor(i * f) for i, f in zip(spatial, sf))
+            scales = [1 / f for f in sf]  # torch indexes with 1/scale_factor when one is given
+        x = self if self.dtype.is_float or not lin else self._float()
+        for j, (i, o, sc) in enumerate(zip(spatial, outs, scales)):
+            ax = self.ndim - n + j
+            if o == i and sc is None:
+                continue
+            x = x.movedim(ax, -1)
+            x = _resample_linear(x, o, align_corners, sc) if lin else _resample_nearest(x, o, mode, sc)
+            x = x.movedim(-1, ax)
+        return x
+
+    def max_unpool2d(
+        self: Tensor,
+        indices: Tensor,
+        kernel_size: int | tuple[int, ...] = (2, 2),
+        stride: int | tuple[int, ...] | None = None,
+        dilation: int | tuple[int, ...] = 1,
+        padding: int | tuple[int, ...] = 0,
+        output_size: Sequence[int] | None = None,
+    ) -> Tensor:
+        """The inverse of max_pool2d(return_indices=True): each value goes to its flat index in a zero plane of
+        the spatial size (o-1)*s - 2p + d*(k-1) + 1 per dim, or the last dims of output_size. A one-hot match of
+        the indices against arange(plane); a position several windows chose takes their (equal) value once."""
+        from unigrad.tensor import Tensor
+
+        k_, s_, d_, pads = self._pool_args(kernel_size, stride, dilation, padding, "max_unpool2d")
+        n = len(k_)
+        if indices.shape != self.shape:
+            raise RuntimeError(f"max_unpool2d: indices {indices.shape} must have the shape of the input {self.shape}")
+        if output_size is not None:
+            out_sp = tuple(output_size)[-n:]
+        else:
+            out_sp = tuple(
+                (o - 1) * s - 2 * p + d * (k - 1) + 1 for o, k, s, d, (p, _) in zip(self.shape[-n:], k_, s_, d_, pads)
+            )
+        plane = math.prod(out_sp)
+        lead = self.shape[:-n]
+        vals = self.reshape(*lead, -1, 1)
+        match = indices.reshape(*lead, -1, 1) == Tensor.arange(plane, dtype=indices.dtype, device=self.device)
+        low = -math.inf if self.dtype.is_float else self.dtype.min
+        picked = match.where(vals, low).max(-2) if vals.shape[-2] else Tensor.zeros(*lead, plane, dtype=self.dtype)
+        return match.any(-2).where(picked, 0).cast(self.dtype).reshape(*lead, *out_sp)

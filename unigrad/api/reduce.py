@@ -329,3 +329,15 @@ class ReduceMixin:
         x, dt = _compute(self)
         out = _scan(x, _pick(axis, dim), "logcumsumexp", _logsumexp_last, lambda a, b: a.logaddexp(b), -math.inf)
         return out.cast(dt)
+
+    def allclose(
+        self: Tensor, other: Tensor | Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+    ) -> bool:
+        """True when every element is isclose (a sync point: reads one bool back), as torch.allclose."""
+        return bool(self.isclose(other, rtol, atol, equal_nan).all().item())
+
+    def trace(self: Tensor) -> Tensor:
+        """Sum of the main diagonal of a 2-D tensor (torch.trace; ints sum to int64)."""
+        if self.ndim != 2:
+            raise RuntimeError(f"trace: expected a matrix, got a {self.ndim}-D tensor of shape {self.shape}")
+        return self.diagonal().sum()

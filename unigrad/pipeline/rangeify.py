@@ -198,7 +198,7 @@ def push_load(idx: UOp, x: UOp) -> UOp | None:
 
 pm_push_index = PatternMatcher(
     [
-        (UPat(Ops.INDEX, src=(UPat(GroupOp.ALU, name="x"),), allow_any_len=True, name="idx"), push_alu),
+        (UPat(Ops.INDEX, src=(UPat(GroupOp.ALU | {Ops.BITCAST}, name="x"),), allow_any_len=True, name="idx"), push_alu),
         (UPat(Ops.INDEX, src=(UPat(GroupOp.Marker, name="x"),), allow_any_len=True, name="idx"), push_passthrough),
         (UPat(Ops.INDEX, src=(UPat(Ops.CONST, name="x"),), allow_any_len=True, name="idx"), push_const),
         (UPat(Ops.INDEX, src=(UPat(Ops.RESHAPE, name="x"),), allow_any_len=True, name="idx"), push_reshape),

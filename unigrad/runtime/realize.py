@@ -212,11 +212,14 @@ def run_pending(uops: list[UOp], var_vals: dict[str, int]) -> list[UOp]:
         if _is_ast(u):
             memo[u] = u
             continue
-        if u.op is Ops.CALL and u not in _executed:
-            run_call(u, var_vals)
-            _executed.add(u)
-        if u.op is Ops.AFTER and u.src[0].op is Ops.BUFFER:
-            memo[u] = u.src[0]
+        if u.op is Ops.CALL:  # opaque: run once, never rebuilt (a rebuilt CALL would look like a new kernel)
+            if u not in _executed:
+                run_call(u, var_vals)
+                _executed.add(u)
+            memo[u] = u
+            continue
+        if u.op is Ops.AFTER and all(d.op is Ops.CALL for d in u.src[1:]):
+            memo[u] = memo[u.src[0]]  # its kernels have run: the buffer itself
             continue
         new_src = tuple(memo[s] for s in u.src)
         memo[u] = u if new_src == u.src else u.replace(src=new_src)

@@ -1,0 +1,172 @@
+"""In-place operators (+=, -=, ..., **=) against torch: values, dtypes (the result is written back in the
+target's dtype, and a result of a higher kind raises as in torch), that the write lands in the tensor's own
+buffer (so views of it see it), autograd rules, and the small dtype/size helpers."""
+
+import operator
+
+import numpy as np
+import pytest
+import torch
+
+from unigrad import Tensor, dtypes, no_grad
+from unigrad.runtime import realize as rt
+
+IOPS = {
+    "iadd": operator.iadd,
+    "isub": operator.isub,
+    "imul": operator.imul,
+    "itruediv": operator.itruediv,
+    "ifloordiv": operator.ifloordiv,
+    "imod": operator.imod,
+    "ipow": operator.ipow,
+    "iand": operator.iand,
+    "ior": operator.ior,
+    "ixor": operator.ixor,
+    "ilshift": operator.ilshift,
+    "irshift": operator.irshift,
+}
+BITWISE = {"iand", "ior", "ixor", "ilshift", "irshift"}
+
+
+def check(u: Tensor, t: torch.Tensor) -> None:
+    assert u.shape == tuple(t.shape), (u.shape, tuple(t.shape))
+    assert u.dtype.name == str(t.dtype).removeprefix("torch."), (u.dtype, t.dtype)
+    np.testing.assert_allclose(u.numpy(), t.numpy(), rtol=1e-6, atol=1e-6)
+
+
+CASES = [
+    (name, dt)
+    for name in sorted(IOPS)
+    for dt in ("int32", "int64", "float32")
+    if not (name in BITWISE and dt == "float32") and not (name == "itruediv" and dt != "float32")  # raise: below
+]
+
+
+@pytest.mark.parametrize("name,dtype", CASES)
+def test_inplace_values_and_dtype(name, dtype):
+    a = np.array([[5, -7, 9], [2, 12, -3]])
+    b = np.array([2, 3, 1]) if name in ("ilshift", "irshift", "ipow") else np.array([3, -2, 4])
+    a = np.abs(a) if name in ("ilshift", "irshift") else a
+    tdt = getattr(torch, dtype)
+    for other in (b, 2):  # a broadcast tensor, then a Python scalar
+        t, u = torch.tensor(a, dtype=tdt), Tensor(a, dtype=dtype).realize()
+        bt = torch.tensor(other, dtype=tdt) if isinstance(other, np.ndarray) else other
+        bu = Tensor(other, dtype=dtype) if isinstance(other, np.ndarray) else other
+        buf = rt.buffer_of(u.uop)
+        t2, u2 = IOPS[name](t, bt), IOPS[name](u, bu)
+        assert u2 is u and t2 is t
+        check(u, t)
+        assert rt.buffer_of(u.uop) is buf  # written into its own buffer
+
+
+def test_inplace_writes_the_buffer_views_see():
+    x = Tensor(np.arange(6, dtype=np.float32)).realize()
+    view = x.reshape(2, 3)
+    x += 1
+    x *= Tensor([2.0])
+    np.testing.assert_allclose(view.numpy(), ((np.arange(6) + 1) * 2).reshape(2, 3))
+    y = x * 10  # later graphs read the written value, and the write is not run again
+    np.testing.assert_allclose(y.numpy(), (np.arange(6) + 1) * 20)
+    np.testing.assert_allclose(x.numpy(), (np.arange(6) + 1) * 2)
+    v = x.reshape(3, 2)  # an in-place op through a reshape view writes x's buffer
+    v -= 1
+    np.testing.assert_allclose(x.numpy(), (np.arange(6) + 1) * 2 - 1)
+
+
+def test_inplace_chains_and_unrealized_targets():
+    z = Tensor.zeros(3)  # no buffer yet: one is made for it
+    z += Tensor([1.0, 2.0, 3.0])
+    z **= 2
+    z /= 2
+    np.testing.assert_allclose(z.numpy(), [0.5, 2.0, 4.5])
+    x = Tensor([1, 2, 3])
+    x[1:] += 10  # __getitem__, __iadd__ on the slice, then __setitem__
+    assert x.tolist() == [1, 12, 13]
+
+
+def test_inplace_python_device():
+    x = Tensor([1.0, 2.0, 3.0], device="PYTHON").realize()
+    view = x.reshape(3, 1)
+    x *= 3
+    x -= Tensor([1.0, 1.0, 1.0], device="PYTHON")
+    assert x.device == "PYTHON"
+    assert view.numpy().ravel().tolist() == [2.0, 5.0, 8.0]
+    i = Tensor([5, 6], device="PYTHON", dtype="int32")
+    i //= 4
+    i <<= 2
+    assert i.tolist() == [4, 4] and i.dtype is dtypes.int32
+
+
+def test_inplace_downcasts_to_self_dtype():
+    for ours, theirs in [
+        (Tensor([1.0, 2.0], dtype="float16"), torch.tensor([1.0, 2.0], dtype=torch.float16)),
+        (Tensor([1, 2], dtype="int8"), torch.tensor([1, 2], dtype=torch.int8)),
+        (Tensor([True, False]), torch.tensor([True, False])),
+    ]:
+        other = [0.25, 0.5] if ours.dtype.is_float else [100, 3] if ours.dtype is dtypes.int8 else [True, True]
+        dt = {dtypes.float16: torch.float32, dtypes.int8: torch.int64, dtypes.bool: torch.bool}[ours.dtype]
+        if ours.dtype is dtypes.bool:
+            ours |= Tensor(other)
+            theirs |= torch.tensor(other, dtype=dt)
+        else:
+            ours += Tensor(other)  # a wider operand: the result is cast back to self's dtype (int8 wraps)
+            theirs += torch.tensor(other, dtype=dt)
+        check(ours, theirs)
+
+
+ERRORS = [  # (target data, dtype, in-place op, other operand, message)
+    (
+        [1, 2, 3],
+        "int64",
+        operator.iadd,
+        [1.5, 2.0, 3.0],
+        "result type Float can't be cast to the desired output type Long",
+    ),
+    ([1, 2, 3], "int64", operator.iadd, 1.5, "result type Float can't be cast to the desired output type Long"),
+    ([1, 2, 3], "int32", operator.itruediv, 2, "result type Float can't be cast to the desired output type Int"),
+    ([True, False], "bool", operator.iadd, 1, "result type Long can't be cast to the desired output type Bool"),
+    ([1.0, 2.0, 3.0], "float32", operator.iadd, [[1.0, 2.0, 3.0]], "doesn't match the broadcast shape"),
+    ([1.0, 2.0], "float32", operator.iand, 1, "bitwise"),
+]
+
+
+@pytest.mark.parametrize("data,dtype,op,other,match", ERRORS)
+def test_inplace_errors_like_torch(data, dtype, op, other, match):
+    with pytest.raises(RuntimeError, match=match):
+        op(Tensor(data, dtype=dtype), Tensor(other) if isinstance(other, list) else other)
+    with pytest.raises(RuntimeError):  # torch raises the same type
+        op(torch.tensor(data, dtype=getattr(torch, dtype)), torch.tensor(other) if isinstance(other, list) else other)
+
+
+def test_inplace_autograd():
+    w = Tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        w += 1
+    (w * w).sum().backward()
+    with no_grad():  # the SGD step: allowed on a leaf under no_grad, written in place
+        w -= w.grad * 0.1
+    np.testing.assert_allclose(w.numpy(), [0.8, 1.6])
+    assert w.requires_grad and w.is_leaf
+    w.grad = None
+    y = w * 2  # a non-leaf: the in-place op keeps its graph, so gradients flow through it
+    y += w * w
+    y.sum().backward()
+    tw = torch.tensor([0.8, 1.6], requires_grad=True)
+    ty = tw * 2
+    ty += tw * tw
+    ty.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-6)
+    z = Tensor([0.0, 0.0])
+    z += w  # a value that requires grad makes the target require grad
+    assert z.requires_grad
+
+
+def test_dtype_helpers():
+    x = Tensor([1.5, -2.5])
+    assert x.double().dtype is dtypes.float64 and x.short().dtype is dtypes.int16
+    assert x.bfloat16().dtype is dtypes.bfloat16
+    assert x.short().tolist() == [1, -2]
+    assert x.element_size() == 4 and x.nbytes() == 8 and x.is_floating_point()
+    y = Tensor.zeros(2, 3, dtype="int16")
+    assert y.element_size() == 2 and y.nbytes() == 12 and not y.is_floating_point()
+    assert x.double().element_size() == torch.zeros(1, dtype=torch.float64).element_size()

@@ -1,0 +1,166 @@
+"""RandomMixin: random numbers from the spec's Threefry-2x32 counter-based generator.
+
+Every draw is THREEFRY(counter, key) on uint64 lanes: the key is the seed, the counters are consecutive
+numbers from a running offset, so results are reproducible across devices and independent of kernel
+splits. A draw of n values advances the offset by n. Uniform floats take the top mantissa-many bits;
+normals use Box-Muller; the rest are compositions of these.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from unigrad.dtype import DType, dtypes, to_dtype
+from unigrad.ir.ops import Ops
+
+if TYPE_CHECKING:
+    from unigrad.tensor import Tensor
+
+
+@dataclass
+class _RNGState:
+    seed: int = 0
+    counter: int = 0
+
+
+_rng = _RNGState()
+_MANTISSA_BITS = {dtypes.float64: 53, dtypes.float32: 24, dtypes.float16: 11, dtypes.bfloat16: 8}
+
+
+def _shape(shape: tuple[Any, ...]) -> tuple[int, ...]:
+    s = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
+    if any(not isinstance(d, int) or d < 0 for d in s):
+        raise RuntimeError(f"random: shape must be non-negative ints, got {s}")
+    return s
+
+
+def _fans(shape: tuple[int, ...]) -> tuple[int, int]:
+    """(fan_in, fan_out) as torch.nn.init computes them: dims 1 and 0 times the receptive field."""
+    receptive = math.prod(shape[2:])
+    fan_in = shape[1] * receptive if len(shape) > 1 else shape[0]
+    return fan_in, shape[0] * receptive
+
+
+class RandomMixin:
+    """Mixed into Tensor. `Tensor.training` (declared on Tensor) gates dropout, as in tinygrad."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def manual_seed(seed: int = 0) -> None:
+        """Restart the generator: the same seed gives the same sequence of draws."""
+        _rng.seed, _rng.counter = int(seed) & 0xFFFFFFFFFFFFFFFF, 0
+
+    @staticmethod
+    def _random_bits(n: int, device: str | None) -> Tensor:
+        """n uint64 words: THREEFRY(offset + i, seed) for i < n."""
+        from unigrad.tensor import Tensor
+
+        offset = _rng.counter
+        _rng.counter += n
+        counters = Tensor.arange(n, dtype=dtypes.uint64, device=device) + offset
+        key = counters._const_like(_rng.seed, dtypes.uint64)
+        return counters._alu(Ops.THREEFRY, key)
+
+    @staticmethod
+    def rand(*shape: Any, dtype: DType | str | None = None, device: str | None = None, **kw: Any) -> Tensor:
+        """Uniform in [0, 1): the top mantissa+1 bits of each word, scaled by 2**-(mantissa+1)."""
+        s = _shape(shape)
+        dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+        bits = _MANTISSA_BITS.get(dt, 24)  # so that the largest draw rounds below 1 in dt
+        words = RandomMixin._random_bits(math.prod(s), device)
+        work = dtypes.float64 if dt is dtypes.float64 else dtypes.float32
+        out = (words >> (64 - bits)).cast(work) * (2.0**-bits)
+        t = out.cast(dt).reshape(s)
+        return t.requires_grad_(kw["requires_grad"]) if kw.get("requires_grad") else t
+
+    @staticmethod
+    def uniform(*shape: Any, low: float = 0.0, high: float = 1.0, dtype: Any = None, **kw: Any) -> Tensor:
+        t = RandomMixin.rand(*shape, dtype=dtype, device=kw.get("device")) * (high - low) + low
+        return t.requires_grad_(kw["requires_grad"]) if kw.get("requires_grad") else t
+
+    @staticmethod
+    def randn(*shape: Any, dtype: DType | str | None = None, device: str | None = None, **kw: Any) -> Tensor:
+        """Standard normal by Box-Muller: sqrt(-2 ln(1 - u1)) * cos(2 pi u2)."""
+        s = _shape(shape)
+        u = RandomMixin.rand(2, *s, dtype=dtypes.float32, device=device)
+        u1, u2 = u[0], u[1]
+        z = ((1 - u1).log() * -2).sqrt() * (u2 * (2 * math.pi)).cos()
+        t = z.cast(to_dtype(dtype) if dtype is not None else dtypes.default_float)
+        return t.requires_grad_(kw["requires_grad"]) if kw.get("requires_grad") else t
+
+    @staticmethod
+    def normal(*shape: Any, mean: float = 0.0, std: float = 1.0, dtype: Any = None, **kw: Any) -> Tensor:
+        t = RandomMixin.randn(*shape, dtype=dtype, device=kw.get("device")) * std + mean
+        return t.requires_grad_(kw["requires_grad"]) if kw.get("requires_grad") else t
+
+    @staticmethod
+    def randint(*shape: Any, low: int = 0, high: int = 10, dtype: Any = None, device: str | None = None) -> Tensor:
+        """Integers uniform in [low, high) from 53-bit uniforms (bias below 2**-53 * (high - low))."""
+        if high <= low:
+            raise RuntimeError(f"randint: need low < high, got [{low}, {high})")
+        u = RandomMixin.rand(*shape, dtype=dtypes.float64, device=device)
+        return (u * (high - low)).floor().cast(to_dtype(dtype) if dtype is not None else dtypes.int64) + low
+
+    @staticmethod
+    def kaiming_uniform(*shape: Any, a: float = 0.01, **kw: Any) -> Tensor:
+        """torch.nn.init.kaiming_uniform_ (leaky_relu gain): U(-b, b), b = sqrt(6 / ((1 + a^2) fan_in))."""
+        bound = math.sqrt(6 / ((1 + a * a) * _fans(_shape(shape))[0]))
+        return RandomMixin.uniform(*shape, low=-bound, high=bound, **kw)
+
+    @staticmethod
+    def kaiming_normal(*shape: Any, a: float = 0.01, **kw: Any) -> Tensor:
+        std = math.sqrt(2 / ((1 + a * a) * _fans(_shape(shape))[0]))
+        return RandomMixin.normal(*shape, mean=0.0, std=std, **kw)
+
+    @staticmethod
+    def glorot_uniform(*shape: Any, **kw: Any) -> Tensor:
+        """Xavier uniform: U(-b, b), b = sqrt(6 / (fan_in + fan_out))."""
+        fan_in, fan_out = _fans(_shape(shape))
+        bound = math.sqrt(6 / (fan_in + fan_out))
+        return RandomMixin.uniform(*shape, low=-bound, high=bound, **kw)
+
+    @staticmethod
+    def randperm(n: int, device: str | None = None, dtype: Any = None) -> Tensor:
+        """A random permutation of range(n): the order that sorts n uniforms."""
+        order = RandomMixin.rand(n, dtype=dtypes.float64, device=device).argsort()
+        return order.cast(to_dtype(dtype)) if dtype is not None else order
+
+    def rand_like(self: Tensor, dtype: Any = None) -> Tensor:
+        return RandomMixin.rand(*self.shape, dtype=dtype or self.dtype, device=self.device)
+
+    def randn_like(self: Tensor, dtype: Any = None) -> Tensor:
+        return RandomMixin.randn(*self.shape, dtype=dtype or self.dtype, device=self.device)
+
+    def multinomial(self: Tensor, num_samples: int = 1, replacement: bool = False) -> Tensor:
+        """Draw indices by the rows' weights: inverse-CDF with replacement; without it, the Gumbel top-k trick
+        (the largest log(p) - log(-log u) are a weighted sample without replacement)."""
+        if self.ndim not in (1, 2) or num_samples < 1:
+            raise RuntimeError(f"multinomial: expected 1-D or 2-D weights and num_samples >= 1, got {self.shape}")
+        w = self.unsqueeze(0) if self.ndim == 1 else self
+        if not replacement and num_samples > w.shape[-1]:
+            raise RuntimeError(f"multinomial: cannot draw {num_samples} samples from {w.shape[-1]} without replacement")
+        if replacement or num_samples == 1:
+            cdf = w._float().cumsum(1)
+            cdf = cdf / cdf[:, -1:]
+            u = RandomMixin.rand(w.shape[0], num_samples, 1, device=self.device)
+            out = (u > cdf.unsqueeze(1)).sum(2)
+        else:
+            u = RandomMixin.rand(*w.shape, device=self.device)
+            keys = w._float().log() - (-(1 - u).log()).log()
+            out = keys.topk(num_samples, 1)[1]
+        out = out.cast(dtypes.int64)
+        return out.squeeze(0) if self.ndim == 1 else out
+
+    def dropout(self: Tensor, p: float = 0.5) -> Tensor:
+        """Zero each element with probability p and scale the rest by 1/(1-p), when Tensor.training is set."""
+        if not 0 <= p <= 1:
+            raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+        if not type(self).training or p == 0:
+            return self
+        if p == 1:
+            return self * 0
+        keep = RandomMixin.rand(*self.shape, device=self.device) >= p
+        return keep.where(self, 0) * (1 / (1 - p))
