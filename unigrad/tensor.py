@@ -182,7 +182,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     # ---------------------------------------------------------------- properties
     @property
     def shape(self) -> Shape:
-        return tuple(self.uop.shape)
+        return self.uop.shape  # already a tuple (ints, or index UOps for symbolic dims)
 
     @property
     def dtype(self) -> DType:
@@ -633,8 +633,11 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         if isinstance(other, Tensor):
             if other.device != self.device:
                 raise RuntimeError(f"{op}: tensors are on different devices ({self.device} and {other.device})")
-            dt = promote_with_dims(self.dtype, self.ndim == 0, other.dtype, other.ndim == 0)
-            shape = _broadcast_shape(op, self.shape, other.shape)
+            xs, ys = self.shape, other.shape
+            if xs == ys and self.dtype is other.dtype:  # the common case: nothing to broadcast or promote
+                return (other, self) if reverse else (self, other)
+            dt = promote_with_dims(self.dtype, len(xs) == 0, other.dtype, len(ys) == 0)
+            shape = _broadcast_shape(op, xs, ys)
             x, y = self.cast(dt).expand(shape), other.cast(dt).expand(shape)
         elif isinstance(other, (bool, int, float)):
             dt = result_dtype_with_scalar(self.dtype, other)

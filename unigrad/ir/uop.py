@@ -316,20 +316,20 @@ class UOp:
         return self.arg.value
 
 
-def _derive(u: UOp, slot: str, fn: Callable[[UOp], Any]) -> Any:
-    """Compute and cache a derived property. When a source lacks it, fill the graph sources-first first,
-    so a fresh deep graph costs one walk instead of a deep recursion."""
+def _derive(u: UOp, slot: str, fn: Callable[[UOp], Any], depth: int = 0) -> Any:
+    """Compute and cache a derived property, sources first: directly while the graph below is shallow, and
+    by one sources-first walk beyond 64 levels, so a fresh deep graph never recurses deeply."""
     for s in u.src:
         if getattr(s, slot, _MISSING) is _MISSING:  # unset (device/axis) or not yet derived (_MISSING)
-            break
-    else:
-        v = fn(u)
-        setattr(u, slot, v)
-        return v
-    for x in u.toposort(gate=lambda n: getattr(n, slot, _MISSING) is _MISSING):
-        if getattr(x, slot, _MISSING) is _MISSING:
-            setattr(x, slot, fn(x))
-    return getattr(u, slot)
+            if depth < 64:
+                _derive(s, slot, fn, depth + 1)
+            else:
+                for x in s.toposort(gate=lambda n: getattr(n, slot, _MISSING) is _MISSING):
+                    if getattr(x, slot, _MISSING) is _MISSING:
+                        setattr(x, slot, fn(x))
+    v = fn(u)
+    setattr(u, slot, v)
+    return v
 
 
 @functools.lru_cache(maxsize=4096)
