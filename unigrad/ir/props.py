@@ -90,40 +90,51 @@ def _tuple_elem(u: UOp) -> UOp:
 # ---------------------------------------------------------------- shape
 
 
+def _src0_shape(u: UOp) -> Shape:
+    return u.src[0].shape
+
+
+def _alu_shape(u: UOp) -> Shape:
+    """Broadcast of the sources (tensor-level ALU sources are already equal: the common case is a tuple compare)."""
+    first = u.src[0].shape
+    if all(s.shape == first for s in u.src[1:]):
+        return first
+    return broadcast_shapes(*(s.shape for s in u.src))
+
+
+def _permute_shape(u: UOp) -> Shape:
+    s = u.src[0].shape
+    return tuple(s[i] for i in u.arg)
+
+
+def _collapse(axes: tuple[int, ...], s: Shape) -> Shape:
+    return tuple(1 if i in axes else d for i, d in enumerate(s))
+
+
+SHAPE_RULES: dict[Ops, Callable[[UOp], Shape]] = {
+    **{op: _alu_shape for op in GroupOp.ALU - {Ops.CAST}},
+    **{op: _src0_shape for op in GroupOp.Marker | {Ops.CAST, Ops.FLIP, Ops.BITCAST, Ops.LOAD, Ops.AFTER}},
+    **{op: _src0_shape for op in (Ops.FUNCTION, Ops.CALL)},
+    Ops.BUFFER: lambda u: as_shape(u.src[0]),
+    Ops.PARAM: lambda u: as_shape(u.src[0]),
+    Ops.RESHAPE: lambda u: as_shape(u.src[1]),
+    Ops.EXPAND: lambda u: as_shape(u.src[1]),
+    Ops.PAD: lambda u: as_shape(u.src[2]),
+    Ops.SHRINK: lambda u: as_shape(u.src[2]),
+    Ops.PERMUTE: _permute_shape,
+    Ops.INDEX: lambda u: _index_shape(u),
+    Ops.STACK: lambda u: (len(u.src),) + (u.src[0].shape if u.src else ()),
+    Ops.REDUCE: lambda u: _collapse(u.arg.axes, u.src[0].shape),
+    Ops.REPLICATED: lambda u: _collapse(u.arg, u.src[0].shape),
+    Ops.BUFFER_VIEW: lambda u: (u.arg.size,),
+    Ops.BINARY: lambda u: (len(u.arg),),
+    Ops.GETTUPLE: lambda u: _tuple_elem(u).shape,
+}
+
+
 def shape_of(u: UOp) -> Shape:
-    op = u.op
-    if op in (Ops.BUFFER, Ops.PARAM):
-        return as_shape(u.src[0])
-    if op in (Ops.RESHAPE, Ops.EXPAND):
-        return as_shape(u.src[1])
-    if op in (Ops.PAD, Ops.SHRINK):
-        return as_shape(u.src[2])
-    if op is Ops.PERMUTE:
-        s = u.src[0].shape
-        return tuple(s[i] for i in u.arg)
-    if op is Ops.INDEX:
-        return _index_shape(u)
-    if op is Ops.STACK:
-        return (len(u.src),) + (u.src[0].shape if u.src else ())
-    if op is Ops.REDUCE:
-        s = u.src[0].shape
-        return tuple(1 if i in u.arg.axes else d for i, d in enumerate(s))
-    if op is Ops.REPLICATED:
-        s = u.src[0].shape
-        return tuple(1 if i in u.arg else d for i, d in enumerate(s))
-    if op is Ops.BUFFER_VIEW:
-        return (u.arg.size,)
-    if op is Ops.BINARY:
-        return (len(u.arg),)
-    if op is Ops.GETTUPLE:
-        return _tuple_elem(u).shape
-    if op in GroupOp.ALU and op is not Ops.CAST:
-        if len(u.src) == 1:
-            return u.src[0].shape
-        return broadcast_shapes(*(s.shape for s in u.src))
-    if op in (Ops.CAST, Ops.FLIP, Ops.BITCAST, Ops.LOAD, Ops.AFTER, Ops.FUNCTION, Ops.CALL) or op in GroupOp.Marker:
-        return u.src[0].shape
-    return ()
+    rule = SHAPE_RULES.get(u.op)
+    return rule(u) if rule is not None else ()
 
 
 def _index_shape(u: UOp) -> Shape:
