@@ -1427,3 +1427,11 @@ def test_bitcast(device):
     np.testing.assert_array_equal(t.bitcast(dtypes.int32).bitcast(dtypes.float32).numpy(), x)
     with pytest.raises(RuntimeError, match="bitcast"):
         t.bitcast(dtypes.int16)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "int64"])
+def test_integer_division_by_zero_does_not_crash(device, dtype):
+    """torch raises; a lazy kernel can't, so x // 0 and x % 0 give 0 on every device instead of a SIGFPE."""
+    a, b = Tensor([5, 7, 3], dtype=dtype, device=device), Tensor([0, 2, 0], dtype=dtype, device=device)
+    assert (a // b).tolist() == [0, 3, 0] and (a % b).tolist() == [0, 1, 0]

@@ -9,8 +9,8 @@ from unigrad.render.cstyle import CStyleLanguage, KernelSignature
 
 PRELUDE = """#include <math.h>
 #include <string.h>
-static inline long long fl_idiv(long long a, long long b) { long long q = a / b; return q - ((a % b != 0) & ((a < 0) != (b < 0))); }
-static inline long long fl_imod(long long a, long long b) { long long m = a % b; return m + (((m != 0) & ((m < 0) != (b < 0))) ? b : 0); }
+static inline long long fl_idiv(long long a, long long b) { if (b == 0) return 0; long long q = a / b; return q - ((a % b != 0) & ((a < 0) != (b < 0))); }
+static inline long long fl_imod(long long a, long long b) { if (b == 0) return 0; long long m = a % b; return m + (((m != 0) & ((m < 0) != (b < 0))) ? b : 0); }
 static inline double fl_div(double a, double b) { return floor(a / b); }
 static inline double fl_mod(double a, double b) { double r = fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 static inline float bf16_to_f32(unsigned short x) { unsigned int u = (unsigned int)x << 16; float f; memcpy(&f, &u, 4); return f; }

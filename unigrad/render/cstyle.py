@@ -89,7 +89,10 @@ class CStyleLanguage:
             if sdt.is_float:
                 return f"fl_{'div' if op is Ops.IDIV else 'mod'}({a[0]},{a[1]})"
             if sdt.is_unsigned or (_nonneg(u.src[0]) and _nonneg(u.src[1])):
-                return f"({a[0]}{'/' if op is Ops.IDIV else '%'}{a[1]})"
+                expr = f"({a[0]}{'/' if op is Ops.IDIV else '%'}{a[1]})"
+                d = u.src[1]
+                # x/0 traps in C: a divisor that may be 0 yields 0 there, as on the PYTHON device
+                return expr if d.op is Ops.CONST and d.arg.value != 0 else f"({a[1]}?{expr}:0)"
             return f"fl_i{'div' if op is Ops.IDIV else 'mod'}({a[0]},{a[1]})"
         if op is Ops.WHERE:
             return f"({a[0]}?{a[1]}:{a[2]})"
