@@ -82,3 +82,24 @@ def test_chained_assigns(device):
     assert x.tolist() == [5.0, 7.0]
     x.assign(x - 1)
     assert x.tolist() == [4.0, 6.0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_assigns_in_one_schedule_read_old_values(device):
+    """Each new value is what the graph said when it was built: kernels reading a buffer's old value run
+    before the write into it, even when two assigns read each other's target."""
+    a, b = Tensor([1.0, 2.0], device=device).realize(), Tensor([10.0, 20.0], device=device).realize()
+    na, nb = a + b.sum(), b + a.sum()
+    a.assign(na)
+    b.assign(nb)
+    Tensor.realize(a, b)
+    assert a.tolist() == [31.0, 32.0] and b.tolist() == [13.0, 23.0]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_long_chain_of_pending_assigns(device):
+    n, r = Tensor([1.0], device=device).realize(), Tensor([1.0, 1.0, 1.0], device=device).realize()
+    for _ in range(5):
+        r.assign(r * n)
+        n.assign(n + 1)
+    assert r.tolist() == [120.0] * 3 and n.tolist() == [6.0]

@@ -325,6 +325,10 @@ def reads_output_elsewhere(ast: UOp) -> bool:
     return any(u.op is Ops.LOAD and u.src[0].src[0] is out and u.src[0].src[1] is not written for u in ast.toposort())
 
 
+def _is_kernel_ast(u: UOp) -> bool:
+    return u.op is Ops.SINK or (u.op is Ops.LOAD and u.arg is not None and u.arg.device is not None)
+
+
 def _strip_views(u: UOp) -> UOp:
     while u.op is Ops.RESHAPE:
         u = u.src[0]
@@ -395,7 +399,32 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
         if reads_output_elsewhere(ast):  # compute the new value aside first, then copy it in
             tmp = materialize(value, value.device or default_device)
             ast, leaves = build_kernel(tmp.reshape_to(target.shape), value.dtype, buf.device, out_buffer=buf)
-        return UOp(Ops.CALL, (ast, buf, *leaves))
+        call = UOp(Ops.CALL, (ast, buf, *leaves))
+        assigns.append((call, buf, target, value))
+        return call
+
+    def order_assigns(out: UOp) -> UOp:
+        """Other kernels of this function that read an assigned buffer's old value must run before the write.
+        Such an assign computes its value into a new buffer first; the copy into the target then waits for
+        every old-value reader (AFTER on its output). Without readers the assign stays in place."""
+        calls = [u for u in out.toposort(gate=lambda x: not _is_kernel_ast(x)) if u.op is Ops.CALL]
+        readers: dict[UOp, list[UOp]] = defaultdict(list)
+        for c in calls:
+            for a in c.src[1:]:
+                if a.op is Ops.PARAM:
+                    readers[a].append(c)
+        replace: dict[UOp, UOp] = {}
+        for call, buf, target, value in assigns:
+            before = set(call.toposort(gate=lambda x: not _is_kernel_ast(x)))  # kernels this one already waits for
+            others = [c for c in readers.get(buf, []) if c not in before and c.src[1] is not buf]
+            if not others:
+                continue
+            tmp = materialize(value, value.device or default_device)
+            ast, leaves = build_kernel(tmp.reshape_to(target.shape), value.dtype, buf.device, out_buffer=buf)
+            replace[call] = UOp(Ops.CALL, (ast, UOp(Ops.AFTER, (buf, *others)), *leaves))
+        return out.substitute(replace, walk=lambda x: not _is_kernel_ast(x)) if replace else out
+
+    assigns: list[tuple[UOp, UOp, UOp, UOp]] = []
 
     for u in topo:
         if u is body:
@@ -406,8 +435,12 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
             memo[u] = assign(nu)
             continue
         if u.op is Ops.AFTER and nu.src[0].op is Ops.RESHAPE and any(s.op is Ops.CALL for s in nu.src[1:]):
-            view = nu.src[0]  # AFTER(view of buf, CALL) -> view of AFTER(buf, CALL)
-            memo[u] = UOp(Ops.RESHAPE, (UOp(Ops.AFTER, (_strip_views(view), *nu.src[1:])), view.src[1]))
+            view = nu.src[0]  # AFTER(view of buf, CALL) -> view of AFTER(buf, CALL), one level of AFTER
+            leaf = _strip_views(view)
+            after = (
+                leaf.replace(src=leaf.src + nu.src[1:]) if leaf.op is Ops.AFTER else UOp(Ops.AFTER, (leaf, *nu.src[1:]))
+            )
+            memo[u] = UOp(Ops.RESHAPE, (after, view.src[1]))
             continue
         if u not in realize:
             memo[u] = nu
@@ -419,4 +452,5 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
             memo[u] = copy(src, target) if is_copy else materialize(src, target)
         else:
             memo[u] = materialize(nu, nu.device or default_device)
-    return UOp(Ops.FUNCTION, (UOp(Ops.TUPLE, tuple(memo[o] for o in body.src)),) + fn.src[1:])
+    out = order_assigns(UOp(Ops.TUPLE, tuple(memo[o] for o in body.src))) if assigns else None
+    return UOp(Ops.FUNCTION, (out or UOp(Ops.TUPLE, tuple(memo[o] for o in body.src)),) + fn.src[1:])

@@ -1,0 +1,395 @@
+"""unigrad.nn.optim against torch.optim: the same model, data and hyperparameters give the same parameters after
+several steps; LAMB against a numpy transcription of its update; learning-rate schedules against torch's
+schedulers; a step is one realize whose kernels neither grow nor recompile from step to step."""
+
+import contextlib
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from unigrad import Tensor, nn
+from unigrad.nn import optim
+from unigrad.nn.state import get_parameters, get_state_dict
+from unigrad.runtime import realize as rt
+
+ATOL, RTOL = 1e-5, 1e-4
+STEPS = 6
+
+
+@contextlib.contextmanager
+def training(on: bool):
+    saved = Tensor.training
+    Tensor.training = on
+    try:
+        yield
+    finally:
+        Tensor.training = saved
+
+
+class MLP:
+    """Linear -> (BatchNorm1d) -> relu -> Linear, with torch's attribute names."""
+
+    def __init__(self, bn: bool = False):
+        self.l1 = nn.Linear(4, 8)
+        self.bn = nn.BatchNorm1d(8) if bn else None
+        self.l2 = nn.Linear(8, 3)
+
+    def __call__(self, x: Tensor) -> Tensor:
+        h = self.l1(x)
+        return self.l2((self.bn(h) if self.bn is not None else h).relu())
+
+
+class TorchMLP(torch.nn.Module):
+    def __init__(self, bn: bool = False):
+        super().__init__()
+        self.l1 = torch.nn.Linear(4, 8)
+        self.bn = torch.nn.BatchNorm1d(8) if bn else None
+        self.l2 = torch.nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.l1(x)
+        return self.l2((self.bn(h) if self.bn is not None else h).relu())
+
+
+def twin_models(bn: bool = False) -> tuple[MLP, TorchMLP]:
+    """Our model holding a copy of torch's freshly initialized state."""
+    torch.manual_seed(0)
+    ours, theirs = MLP(bn), TorchMLP(bn)
+    for key, value in theirs.state_dict().items():
+        *path, name = key.split(".")
+        obj = ours
+        for part in path:
+            obj = getattr(obj, part)
+        t = Tensor(value.numpy().copy())
+        if name.startswith(("running", "num_batches")):  # buffers; parameters get requires_grad from the optimizer
+            t.requires_grad = False
+        setattr(obj, name, t)
+    return ours, theirs
+
+
+def batch(step: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(step)
+    return rng.standard_normal((6, 4)).astype(np.float32), rng.integers(0, 3, 6)
+
+
+def loss_of(model, x: np.ndarray, y: np.ndarray):
+    if isinstance(model, TorchMLP):
+        return torch.nn.functional.cross_entropy(model(torch.tensor(x)), torch.tensor(y))
+    return model(Tensor(x)).cross_entropy(Tensor(y))
+
+
+def assert_same_state(ours: MLP, theirs: TorchMLP, what: str) -> None:
+    state = get_state_dict(ours)
+    for key, ref in theirs.state_dict().items():
+        np.testing.assert_allclose(state[key].numpy(), ref.numpy(), atol=ATOL, rtol=RTOL, err_msg=f"{what}: {key}")
+
+
+OPTIMIZERS = {
+    "sgd": (lambda p: optim.SGD(p, lr=0.1), lambda p: torch.optim.SGD(p, lr=0.1)),
+    "sgd_momentum": (lambda p: optim.SGD(p, lr=0.1, momentum=0.9), lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9)),
+    "sgd_dampening": (
+        lambda p: optim.SGD(p, lr=0.1, momentum=0.8, dampening=0.5),
+        lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.8, dampening=0.5),
+    ),
+    "sgd_nesterov_weight_decay": (
+        lambda p: optim.SGD(p, lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01),
+        lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01),
+    ),
+    "sgd_weight_decay": (
+        lambda p: optim.SGD(p, lr=0.1, weight_decay=0.1),
+        lambda p: torch.optim.SGD(p, lr=0.1, weight_decay=0.1),
+    ),
+    "adam": (lambda p: optim.Adam(p, lr=0.01), lambda p: torch.optim.Adam(p, lr=0.01)),
+    "adam_betas_eps_l2": (
+        lambda p: optim.Adam(p, lr=0.02, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.05),
+        lambda p: torch.optim.Adam(p, lr=0.02, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.05),
+    ),
+    "adam_amsgrad": (
+        lambda p: optim.Adam(p, lr=0.01, amsgrad=True),
+        lambda p: torch.optim.Adam(p, lr=0.01, amsgrad=True),
+    ),
+    "adamw": (lambda p: optim.AdamW(p, lr=0.01), lambda p: torch.optim.AdamW(p, lr=0.01)),
+    "adamw_amsgrad": (
+        lambda p: optim.AdamW(p, 0.01, 0.85, 0.995, weight_decay=0.1, amsgrad=True),
+        lambda p: torch.optim.AdamW(p, lr=0.01, betas=(0.85, 0.995), weight_decay=0.1, amsgrad=True),
+    ),
+    "lamb_adam_mode_is_adamw": (
+        lambda p: optim.LAMB(p, lr=0.01, weight_decay=0.02, adam=True),
+        lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0.02, eps=1e-6),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", OPTIMIZERS)
+def test_optimizer_matches_torch(case):
+    make, make_torch = OPTIMIZERS[case]
+    ours, theirs = twin_models()
+    opt, topt = make(get_parameters(ours)), make_torch(theirs.parameters())
+    for step in range(STEPS):
+        x, y = batch(step)
+        opt.zero_grad()
+        loss = loss_of(ours, x, y)
+        loss.backward()
+        loss.realize()  # before the step writes the parameters it reads
+        topt.zero_grad()
+        tloss = loss_of(theirs, x, y)
+        tloss.backward()
+        topt.step()
+        opt.step()
+        np.testing.assert_allclose(loss.item(), tloss.item(), atol=ATOL, rtol=RTOL)
+        assert_same_state(ours, theirs, f"after step {step + 1}")
+    for p, tp in zip(opt.params, theirs.parameters()):  # .grad holds the gradient the last step used
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), atol=ATOL, rtol=RTOL)
+
+
+def lamb_reference(params, grads, state, step, lr, b1, b2, eps, wd):
+    """LAMB (You et al. 2019, tinygrad's form) in float64 numpy: Adam direction plus decoupled decay, scaled by
+    the trust ratio ||p|| / ||u||."""
+    out = []
+    for i, (p, g) in enumerate(zip(params, grads)):
+        m, v = state.setdefault(i, (np.zeros_like(p), np.zeros_like(p)))
+        m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
+        state[i] = (m, v)
+        u = (m / (1 - b1**step)) / (np.sqrt(v / (1 - b2**step)) + eps) + wd * p
+        r1, r2 = np.linalg.norm(p), np.linalg.norm(u)
+        ratio = r1 / r2 if r1 > 0 and r2 > 0 else 1.0
+        out.append(p - lr * ratio * u)
+    return out
+
+
+@pytest.mark.parametrize("wd", [0.0, 0.1])
+def test_lamb_matches_reference(wd):
+    ours, theirs = twin_models()
+    opt = optim.LAMB(get_parameters(ours), lr=0.05, weight_decay=wd)
+    state: dict = {}
+    for step in range(1, STEPS + 1):
+        x, y = batch(step)
+        theirs.zero_grad()
+        loss_of(theirs, x, y).backward()
+        params = [p.detach().double().numpy() for p in theirs.parameters()]
+        grads = [p.grad.double().numpy() for p in theirs.parameters()]
+        new = lamb_reference(params, grads, state, step, 0.05, 0.9, 0.999, 1e-6, wd)
+        with torch.no_grad():
+            for p, n in zip(theirs.parameters(), new):
+                p.copy_(torch.tensor(n))
+        opt.zero_grad()
+        loss_of(ours, x, y).backward()
+        opt.step()
+        assert_same_state(ours, theirs, f"after step {step}")
+
+
+def test_batchnorm_model_trains_like_torch():
+    """Running statistics are buffers among the optimizer's tensors: realized in the step (their pending
+    updates read the parameters before the step writes them), equal to torch's after several steps."""
+    ours, theirs = twin_models(bn=True)
+    opt = optim.SGD(get_parameters(ours), lr=0.1, momentum=0.9)
+    topt = torch.optim.SGD(theirs.parameters(), lr=0.1, momentum=0.9)
+    bn = ours.bn
+    assert [id(t) for t in opt.buffers] == [id(bn.running_mean), id(bn.running_var), id(bn.num_batches_tracked)]
+    theirs.train()
+    with training(True):
+        for step in range(4):
+            x, y = batch(step)
+            opt.zero_grad()
+            loss_of(ours, x, y).backward()
+            opt.step()
+            topt.zero_grad()
+            loss_of(theirs, x, y).backward()
+            topt.step()
+            assert ours.bn.running_mean.uop.op.name != "AFTER"  # realized by the step
+    assert_same_state(ours, theirs, "after 4 steps")
+    assert ours.bn.num_batches_tracked.item() == 4
+    theirs.eval()
+    x, _ = batch(10)
+    np.testing.assert_allclose(ours(Tensor(x)).numpy(), theirs(torch.tensor(x)).detach().numpy(), atol=ATOL, rtol=RTOL)
+
+
+def test_pending_running_stats_are_realized_even_if_not_passed():
+    """Only the weights are given to the optimizer (torch style): the step still runs the pending running-stat
+    updates, before it overwrites the parameters they read."""
+    ours, theirs = twin_models(bn=True)
+    opt = optim.SGD([ours.l1.weight, ours.l1.bias, ours.l2.weight, ours.l2.bias], lr=0.5)
+    topt = torch.optim.SGD([theirs.l1.weight, theirs.l1.bias, theirs.l2.weight, theirs.l2.bias], lr=0.5)
+    theirs.train()
+    with training(True):
+        for step in range(3):
+            x, y = batch(step)
+            opt.zero_grad()
+            loss_of(ours, x, y).backward()
+            opt.step()
+            topt.zero_grad()
+            loss_of(theirs, x, y).backward()
+            topt.step()
+    assert_same_state(ours, theirs, "after 3 steps")
+
+
+def test_closure_and_schedule_step_see_the_loss_before_the_update():
+    ours, theirs = twin_models()
+    opt, topt = optim.Adam(get_parameters(ours), lr=0.1), torch.optim.Adam(theirs.parameters(), lr=0.1)
+    for step in range(3):
+        x, y = batch(step)
+
+        def closure(x=x, y=y):
+            opt.zero_grad()
+            loss = loss_of(ours, x, y)
+            loss.backward()
+            return loss
+
+        def tclosure(x=x, y=y):
+            topt.zero_grad()
+            loss = loss_of(theirs, x, y)
+            loss.backward()
+            return loss
+
+        np.testing.assert_allclose(opt.step(closure).item(), topt.step(tclosure).item(), atol=ATOL, rtol=RTOL)
+    x, y = batch(3)
+    opt.zero_grad()
+    loss = loss_of(ours, x, y)
+    loss.backward()
+    Tensor.realize(loss, *opt.schedule_step())  # tinygrad's spelling: the loss in the step's schedule
+    np.testing.assert_allclose(loss.item(), topt.step(lambda: tclosure(x, y)).item(), atol=ATOL, rtol=RTOL)
+    assert_same_state(ours, theirs, "after 4 steps")
+
+
+def test_parameters_without_gradient_are_left_alone():
+    a, b = Tensor([1.0, 2.0]), Tensor([3.0, 4.0])
+    opt = optim.SGD([a, b], lr=0.5, momentum=0.9)
+    assert a.requires_grad is True and b.requires_grad is True  # turned on, as tinygrad's optimizers do
+    (a * a).sum().backward()
+    opt.step()
+    np.testing.assert_allclose(a.numpy(), [0.0, 0.0])
+    np.testing.assert_allclose(b.numpy(), [3.0, 4.0])
+    opt.zero_grad()
+    assert a.grad is None and b.grad is None
+    count = Tensor([1, 2])
+    opt = optim.SGD([a, count], lr=0.1)  # an integer tensor can only be a buffer, realized with each step
+    assert count.requires_grad is False and [id(t) for t in opt.buffers] == [id(count)]
+    with pytest.raises(ValueError, match="empty parameter list"):
+        optim.Adam([Tensor([1.0]).requires_grad_(False)])
+    with pytest.raises(ValueError, match="nesterov"):
+        optim.SGD([a], lr=0.1, nesterov=True)
+
+
+# ---------------------------------------------------------------- one schedule per step, no recompiles
+
+
+@pytest.mark.parametrize(
+    "make,per_param",
+    [
+        (lambda p: optim.SGD(p, 0.1, momentum=0.9), 2),  # writes the parameter and its momentum
+        (lambda p: optim.AdamW(p, 0.01), 3),  # the parameter, m and v
+        (lambda p: optim.LAMB(p, 0.01), 6),  # also two norms, and a copy of p the update reads whole
+    ],
+    ids=["sgd", "adamw", "lamb"],
+)
+def test_step_is_one_realize_with_a_steady_kernel_count(make, per_param, monkeypatch):
+    ours, _ = twin_models(bn=True)
+    opt = make(get_parameters(ours))
+    sched = optim.CosineAnnealingLR(opt, T_max=10)  # a new learning rate every step
+    calls = []
+    real = rt.realize
+
+    def counting_realize(uops, device):
+        calls.append(len(uops))
+        return real(uops, device)
+
+    kernels, programs = [], []
+    with training(True):
+        for step in range(5):
+            x, y = batch(step)
+            opt.zero_grad()
+            loss = loss_of(ours, x, y)
+            loss.backward()
+            Tensor.realize(loss, *[p.grad for p in opt.params])  # the forward and backward, apart from the step
+            before, progs = rt.stats.kernels, len(rt._program_cache)
+            monkeypatch.setattr(rt, "realize", counting_realize)
+            opt.step()
+            monkeypatch.setattr(rt, "realize", real)
+            kernels.append(rt.stats.kernels - before)
+            programs.append(len(rt._program_cache) - progs)
+            sched.step()
+    assert calls == [calls[0]] * 5, calls  # one realize per step, of the same tensors
+    assert kernels == [kernels[0]] * 5, kernels
+    # bounded by the tensors written: per parameter, and a few shared (running statistics, beta^t counters)
+    assert kernels[0] <= per_param * len(opt.params) + 8, kernels
+    assert programs[1:] == [0] * 4, programs  # a changing lr is a buffer: nothing is recompiled
+
+
+def test_assigns_reading_each_others_target():
+    a, b = Tensor([1.0, 2.0]), Tensor([10.0, 20.0])
+    new_a, new_b = a + b.sum(), b + a.sum()  # both from the old a and b
+    a.assign(new_a)
+    b.assign(new_b)
+    Tensor.realize(a, b)
+    assert a.tolist() == [31.0, 32.0] and b.tolist() == [13.0, 23.0]
+
+
+def test_lr_tensor_can_be_assigned_tinygrad_style():
+    p = Tensor([1.0, 1.0])
+    opt = optim.SGD([p], lr=0.5)
+    assert isinstance(opt.lr, Tensor) and opt.lr.shape == () and opt.get_lr() == 0.5
+    opt.lr.assign(0.25)
+    (p * 2).sum().backward()
+    opt.step()
+    np.testing.assert_allclose(p.numpy(), [0.5, 0.5])
+    opt.set_lr(1.0)
+    assert opt.get_lr() == 1.0
+
+
+# ---------------------------------------------------------------- learning-rate schedules
+
+
+SCHEDULES = {
+    "step": (lambda o: optim.StepLR(o, 3, gamma=0.5), lambda o: torch.optim.lr_scheduler.StepLR(o, 3, gamma=0.5)),
+    "multistep": (
+        lambda o: optim.MultiStepLR(o, [2, 5, 6], gamma=0.3),
+        lambda o: torch.optim.lr_scheduler.MultiStepLR(o, [2, 5, 6], gamma=0.3),
+    ),
+    "exponential": (lambda o: optim.ExponentialLR(o, 0.9), lambda o: torch.optim.lr_scheduler.ExponentialLR(o, 0.9)),
+    "cosine": (
+        lambda o: optim.CosineAnnealingLR(o, T_max=5, eta_min=0.01),
+        lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=5, eta_min=0.01),
+    ),
+    "linear_warmup": (
+        lambda o: optim.LinearLR(o, start_factor=0.1, total_iters=4),
+        lambda o: torch.optim.lr_scheduler.LinearLR(o, start_factor=0.1, total_iters=4),
+    ),
+    "linear_decay": (
+        lambda o: optim.LinearLR(o, start_factor=1.0, end_factor=0.2, total_iters=5),
+        lambda o: torch.optim.lr_scheduler.LinearLR(o, start_factor=1.0, end_factor=0.2, total_iters=5),
+    ),
+    "lambda": (
+        lambda o: optim.LambdaLR(o, lambda e: 1 / (e + 1)),
+        lambda o: torch.optim.lr_scheduler.LambdaLR(o, lambda e: 1 / (e + 1)),
+    ),
+    "warmup_then_cosine": (
+        lambda o: optim.SequentialLR(
+            o, [optim.LinearLR(o, 0.1, total_iters=3), optim.CosineAnnealingLR(o, T_max=6)], milestones=[3]
+        ),
+        lambda o: torch.optim.lr_scheduler.SequentialLR(
+            o,
+            [
+                torch.optim.lr_scheduler.LinearLR(o, 0.1, total_iters=3),
+                torch.optim.lr_scheduler.CosineAnnealingLR(o, 6),
+            ],
+            milestones=[3],
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", SCHEDULES)
+def test_lr_schedule_matches_torch(case):
+    make, make_torch = SCHEDULES[case]
+    opt = optim.SGD([Tensor([1.0])], lr=0.2)
+    topt = torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=0.2)
+    sched, tsched = make(opt), make_torch(topt)
+    for epoch in range(12):
+        expected = topt.param_groups[0]["lr"]
+        assert math.isclose(sched.get_last_lr()[0], expected, rel_tol=1e-6, abs_tol=1e-9), (epoch, expected)
+        assert math.isclose(opt.get_lr(), expected, rel_tol=1e-6, abs_tol=1e-9), (epoch, expected)  # float32 buffer
+        topt.step()
+        tsched.step()
+        sched.step()
