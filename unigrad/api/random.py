@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from unigrad.dtype import DType, dtypes, to_dtype
 from unigrad.ir.ops import Ops
 
@@ -60,9 +62,10 @@ class RandomMixin:
 
         offset = _rng.counter
         _rng.counter += n
-        counters = Tensor.arange(n, dtype=dtypes.uint64, device=device) + offset
-        key = counters._const_like(_rng.seed, dtypes.uint64)
-        return counters._alu(Ops.THREEFRY, key)
+        # the offset and the seed are data (tiny buffers), not constants: every draw of a shape reuses one kernel
+        state = Tensor(np.array([offset, _rng.seed], dtype=np.uint64), device=device)
+        counters = Tensor.arange(n, dtype=dtypes.uint64, device=device) + state[0]
+        return counters._alu(Ops.THREEFRY, state[1].expand(n) if n else counters)
 
     @staticmethod
     def rand(*shape: Any, dtype: DType | str | None = None, device: str | None = None, **kw: Any) -> Tensor:
