@@ -13,6 +13,8 @@ layers never share one: hash-consing would make two lazy Tensor.ones(n) the same
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 from collections.abc import Sequence
 
@@ -206,6 +208,19 @@ def _running_update(running: Tensor, batch: Tensor, factor: float | Tensor) -> T
     return running.assign((1 - factor) * running + factor * batch.detach())
 
 
+def _init_channel_norm(
+    m: Any, num_features: int, eps: float, momentum: float | None, affine: bool, track_running_stats: bool
+) -> None:
+    """The parameters and running buffers shared by BatchNorm and InstanceNorm (torch's names and inits)."""
+    m.num_features, m.eps, m.momentum = num_features, eps, momentum
+    m.affine, m.track_running_stats = affine, track_running_stats
+    m.weight = _filled(num_features, 1.0) if affine else None
+    m.bias = _filled(num_features, 0.0) if affine else None
+    m.running_mean = _buffer(num_features, 0.0) if track_running_stats else None
+    m.running_var = _buffer(num_features, 1.0) if track_running_stats else None
+    m.num_batches_tracked = _buffer((), 0, dtypes.int64) if track_running_stats else None
+
+
 class BatchNorm:
     """Normalize each channel (dim 1) of x (N, C, *) by batch statistics when `Tensor.training` is set (and
     update the running statistics), by the running statistics otherwise; torch's BatchNorm1d/2d/3d.
@@ -222,16 +237,7 @@ class BatchNorm:
         affine: bool = True,
         track_running_stats: bool = True,
     ):
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        self.weight = _filled(num_features, 1.0) if affine else None
-        self.bias = _filled(num_features, 0.0) if affine else None
-        if track_running_stats:
-            self.running_mean: Tensor | None = _buffer(num_features, 0.0)
-            self.running_var: Tensor | None = _buffer(num_features, 1.0)
-            self.num_batches_tracked: Tensor | None = _buffer((), 0, dtypes.int64)
-        else:
-            self.running_mean = self.running_var = self.num_batches_tracked = None
+        _init_channel_norm(self, num_features, eps, momentum, affine, track_running_stats)
 
     def _check_input(self, x: Tensor) -> None:
         if x.ndim < 2 or x.shape[1] != self.num_features:
@@ -375,16 +381,7 @@ class InstanceNorm:
         affine: bool = True,
         track_running_stats: bool = False,
     ):
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        self.weight = _filled(num_features, 1.0) if affine else None
-        self.bias = _filled(num_features, 0.0) if affine else None
-        if track_running_stats:
-            self.running_mean: Tensor | None = _buffer(num_features, 0.0)
-            self.running_var: Tensor | None = _buffer(num_features, 1.0)
-            self.num_batches_tracked: Tensor | None = _buffer((), 0, dtypes.int64)
-        else:
-            self.running_mean = self.running_var = self.num_batches_tracked = None
+        _init_channel_norm(self, num_features, eps, momentum, affine, track_running_stats)
 
     def __call__(self, x: Tensor) -> Tensor:
         unbatched = self.spatial_dims is not None and x.ndim == self.spatial_dims + 1
