@@ -696,7 +696,7 @@ def test_rule_table_covers_every_tensor_op(rng):
     tensor_level = (
         GroupOp.ALU
         | GroupOp.Source
-        | (GroupOp.Movement - {Ops.INDEX, Ops.REPLICATED})
+        | (GroupOp.Movement - {Ops.REPLICATED})
         | GroupOp.Reduce
         | GroupOp.Load
         | GroupOp.Marker

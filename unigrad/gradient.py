@@ -188,6 +188,22 @@ REDUCE_RULES: dict[Ops, Callable[[UOp, UOp, UOp, tuple[int, ...]], UOp]] = {
 }
 
 
+def gather_grad(g: UOp, y: UOp) -> Grads:
+    """y = INDEX(src, t), rows of src picked by the int tensor t: d src[j] = sum of g[p] over the positions p
+    with t[p] == j, a scatter-add built as a one-hot (n, P) @ (P, rest) product; the index gets none."""
+    from unigrad.tensor import Tensor  # the Tensor API composes the one-hot product (imported when first used)
+
+    src, t = y.src
+    n, k = src.shape[0], len(t.shape)
+    rest = tuple(src.shape[1:])
+    idx = Tensor(t, device=src.device or t.device)
+    idx = (idx < 0).where(idx + n, idx)
+    rows = Tensor.arange(n, device=idx.device).reshape(n, *([1] * k))
+    onehot = (idx.unsqueeze(0) == rows).cast(g.dtype).reshape(n, -1)  # (n, P)
+    grad = onehot.dot(Tensor(g, device=idx.device).reshape(onehot.shape[1], -1))  # (n, prod(rest))
+    return grad.reshape(n, *rest).uop, None
+
+
 def load_grad(g: UOp, y: UOp) -> Grads:
     """y = LOAD(x) (contiguous() or to(device)): identity on data; a device copy copies g back."""
     x = y.src[0]
@@ -210,6 +226,7 @@ GRADIENT_RULES: dict[Ops, GradientRule] = {
     Ops.PARAM: no_gradient,
     Ops.BINARY: no_gradient,
     Ops.AFTER: no_gradient,  # a kernelized buffer: data, not a computation we can differentiate
+    Ops.INDEX: gather_grad,  # rows picked by an int tensor (Tensor.take_rows)
     # elementwise, primitive
     Ops.ADD: lambda g, y: (g, g),  # d(a+b) = da + db
     Ops.MUL: lambda g, y: (mul(g, y.src[1]), mul(g, y.src[0])),  # d(ab) = b da + a db

@@ -790,6 +790,17 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             raise RuntimeError(f"bitcast: {self.dtype} ({self.dtype.itemsize} bytes) to {dt} ({dt.itemsize} bytes)")
         return self if dt == self.dtype else self._new(UOp(Ops.BITCAST, (self.uop,), dt))
 
+    def take_rows(self, index: Tensor) -> Tensor:
+        """self[index] for an int tensor `index` along dim 0, as an indirect load (the spec's INDEX with a tensor
+        index): shape index.shape + self.shape[1:], cost O(output). Negative entries count from the end."""
+        if not index.dtype.is_int or index.dtype.is_bool:
+            raise IndexError(f"take_rows: index must be an int tensor, got {index.dtype}")
+        if self.ndim == 0:
+            raise IndexError("take_rows: cannot index a 0-d tensor")
+        if index.device != self.device:
+            raise RuntimeError(f"take_rows: index on {index.device}, tensor on {self.device}")
+        return self._new(UOp(Ops.INDEX, (self.uop, index.uop)), index)
+
     def float(self) -> Tensor:
         return self.cast(dtypes.float32)
 

@@ -909,3 +909,24 @@ def test_core_squeeze_dims_tuple():
     x = torch.ones(1, 3, 1, 2)
     for dims in ((0, 2), (0, 1), (-2,)):
         assert Tensor.ones(1, 3, 1, 2).squeeze(dims).shape == tuple(x.squeeze(dims).shape)
+
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_take_rows_is_an_indirect_load(device):
+    w = np.arange(24, dtype=np.float32).reshape(6, 4)
+    idx = np.array([[3, 0, 5], [3, -1, 2]])
+    np.testing.assert_array_equal(Tensor(w, device=device).take_rows(Tensor(idx, device=device)).numpy(), w[idx])
+    g = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    t, tt = Tensor(w, device=device, requires_grad=True), torch.tensor(w, requires_grad=True)
+    t.take_rows(Tensor(idx, device=device)).backward(Tensor(g, device=device))
+    tt[torch.tensor(idx)].backward(torch.tensor(g))
+    np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy())
+
+
+def test_take_rows_out_of_range_reads_zero_and_errors():
+    w = Tensor(np.ones((3, 2), np.float32))
+    np.testing.assert_array_equal(w.take_rows(Tensor([0, 7])).numpy(), [[1, 1], [0, 0]])
+    with pytest.raises(IndexError, match="take_rows"):
+        w.take_rows(Tensor([0.5]))
+    with pytest.raises(IndexError, match="index_select"):
+        w.index_select(0, Tensor([3]))

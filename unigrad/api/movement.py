@@ -403,6 +403,14 @@ def _scatter_dim(self: Tensor, op: str, dim: int, index: Tensor) -> int:
 # ---------------------------------------------------------------- the mixin
 
 
+def _check_index_range(op: str, index: Tensor, n: int) -> None:
+    """torch raises for an index out of [-n, n): checked on the (small) index tensor's values."""
+    if index.numel():
+        lo, hi = int(index.min().item()), int(index.max().item())
+        if lo < -n or hi >= n:
+            raise IndexError(f"{op}: index out of range for a dim of size {n} (got values in [{lo}, {hi}])")
+
+
 class MovementMixin:
     """Mixed into Tensor."""
 
@@ -844,9 +852,10 @@ class MovementMixin:
         d = _dim("index_select", dim, self.ndim)
         if index.ndim > 1 or not index.dtype.is_int:
             raise IndexError(f"index_select: index must be a 1-D int tensor, got {index.shape} {index.dtype}")
-        x = self.reshape(1) if self.ndim == 0 else self
-        out = x[(slice(None),) * d + (index.reshape(-1),)]
-        return out.reshape(index.shape) if self.ndim == 0 else out
+        if self.ndim == 0:
+            return self.reshape(1)[index.reshape(-1)].reshape(index.shape)
+        _check_index_range("index_select", index, self.shape[d])
+        return self.movedim(d, 0).take_rows(index.reshape(-1)).movedim(0, d)  # an indirect load: O(output)
 
     # ------------------------------------------------------------ gather / scatter
     def gather(self: Tensor, dim: int, index: Tensor) -> Tensor:

@@ -462,7 +462,7 @@ class Embedding:
     def __call__(self, idx: Tensor) -> Tensor:
         if idx.dtype.is_float or idx.dtype.is_bool:
             raise TypeError(f"Embedding: expected an integer index tensor, got {idx.dtype}")
-        out = self.weight[idx]  # a one-hot selection: O(idx.numel() * num_embeddings * dim)
+        out = self.weight.take_rows(idx)  # an indirect load per row: O(idx.numel() * dim)
         if self.padding_idx is None:
             return out
         trained = (idx != self.padding_idx).unsqueeze(-1)  # the padding row's value, with no gradient

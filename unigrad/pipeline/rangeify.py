@@ -83,6 +83,20 @@ def push_alu(idx: UOp, x: UOp) -> UOp | None:
     return UOp(x.op, tuple(_index(s, idxs, valid) for s in x.src), x.arg)
 
 
+def push_gather(idx: UOp, x: UOp) -> UOp | None:
+    """A gather, x = INDEX(src, t) with an int tensor t: element (i, r) reads src[t[i], r], an indirect load.
+    Negative entries count from the end; entries out of range read 0 (the load is gated off)."""
+    if (iv := _split(idx)) is None or len(x.src) != 2 or not x.src[1].dtype.is_int or x.src[1].dtype is dtypes.index:
+        return None
+    outer, valid = iv
+    src, t = x.src
+    k, n = len(t.shape), src.shape[0]
+    v = UOp(Ops.INDEX, (t, *outer[:k], valid)).cast(dtypes.index)
+    v = (v < 0).where(v + _iu(n), v)
+    inb = valid & (v >= 0) & (v < _iu(n))
+    return UOp(Ops.WHERE, (inb, _index(src, (v, *outer[k:]), inb), UOp.const(x.dtype, 0)))
+
+
 def push_passthrough(idx: UOp, x: UOp) -> UOp | None:
     """Markers (DETACH, CONTIGUOUSBACKWARD) are identity on data."""
     if (iv := _split(idx)) is None:
@@ -199,6 +213,7 @@ def push_load(idx: UOp, x: UOp) -> UOp | None:
 pm_push_index = PatternMatcher(
     [
         (UPat(Ops.INDEX, src=(UPat(GroupOp.ALU | {Ops.BITCAST}, name="x"),), allow_any_len=True, name="idx"), push_alu),
+        (UPat(Ops.INDEX, src=(UPat(Ops.INDEX, name="x"),), allow_any_len=True, name="idx"), push_gather),
         (UPat(Ops.INDEX, src=(UPat(GroupOp.Marker, name="x"),), allow_any_len=True, name="idx"), push_passthrough),
         (UPat(Ops.INDEX, src=(UPat(Ops.CONST, name="x"),), allow_any_len=True, name="idx"), push_const),
         (UPat(Ops.INDEX, src=(UPat(Ops.RESHAPE, name="x"),), allow_any_len=True, name="idx"), push_reshape),
