@@ -17,15 +17,13 @@ from unigrad.dtype import ConstType, DType, dtypes
 from unigrad.ir import props
 from unigrad.ir.alu import normalize
 from unigrad.ir.args import AddrSpace, AxisType, ConstArg, ParamArg, RangeArg
-from unigrad.ir.ops import GroupOp, Ops
+from unigrad.ir.ops import Ops
 
 _cache: dict[tuple, weakref.ReferenceType[UOp]] = {}
 _MISSING: Any = object()  # a derived property not computed yet
 _cache_get = _cache.get  # bound once: node construction is the hottest path in the library
 _object_new = object.__new__
 _weakref = weakref.ref
-
-Dim = int  # a shape dimension is an int or an index UOp; annotated `int | UOp`
 
 
 class UOp:
@@ -335,10 +333,6 @@ def _derive(u: UOp, slot: str, fn: Callable[[UOp], Any], depth: int = 0) -> Any:
 @functools.lru_cache(maxsize=4096)
 def _int_shape_src(shape: tuple[int, ...]) -> UOp:
     return UOp(Ops.STACK, tuple(UOp.index_const(s) for s in shape))
-
-
-def is_alu(u: UOp) -> bool:
-    return u.op in GroupOp.ALU
 
 
 def variables_of(u: UOp) -> list[UOp]:

@@ -8,7 +8,6 @@ A language subclass only changes the tables (types, prelude, function signature)
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from unigrad.dtype import DType, dtypes
@@ -187,6 +186,3 @@ class CStyleLanguage:
 
 def _is_global(u: UOp) -> bool:
     return u.op is Ops.PARAM and u.arg.name is None and u.arg.addrspace is AddrSpace.GLOBAL
-
-
-RenderFn = Callable[[str, UOp], tuple[str, KernelSignature]]
