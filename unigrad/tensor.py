@@ -297,6 +297,12 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         """Run the kernels that compute these tensors; afterwards each is a view of a filled buffer."""
         return self._schedule_with(rt.realize, others)
 
+    @staticmethod
+    def pending_assigns() -> list[Tensor]:
+        """Tensors whose latest assign has not been scheduled yet (an optimizer step realizes them with the
+        update, so state such as BatchNorm's running statistics never stays pending across steps)."""
+        return [t for node, t in list(_assign_owner.items()) if t.uop is node]
+
     def _schedule_with(self, schedule: Any, others: tuple[Tensor, ...]) -> Tensor:
         """Kernelize or realize these tensors per device. Pending assigns in their graphs are scheduled with
         them (once: afterwards every graph and the assigned tensor see the written buffer instead)."""

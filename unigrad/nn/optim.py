@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from unigrad.tensor import Tensor, _assign_owner
+from unigrad.tensor import Tensor
 
 __all__ = [
     "Optimizer",
@@ -51,7 +51,7 @@ def _unique(tensors: Iterable[Tensor]) -> list[Tensor]:
 
 def _pending_assigns() -> list[Tensor]:
     """Tensors whose latest assign has not run yet."""
-    return [t for node, t in list(_assign_owner.items()) if t.uop is node]
+    return Tensor.pending_assigns()
 
 
 def _state_like(p: Tensor, value: float = 0.0) -> Tensor:
