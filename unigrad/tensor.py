@@ -493,8 +493,11 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         base = target
         while base.op is Ops.RESHAPE:
             base = base.src[0]
-        if base.op not in (Ops.BUFFER, Ops.AFTER):
-            target = self.contiguous().realize().uop  # assign into a fresh buffer holding the current value
+        if base.op not in (Ops.BUFFER, Ops.AFTER):  # no buffer yet: give it one
+            if self.uop in x.uop.toposort():  # the new value reads the old one: materialize it first
+                target = self.contiguous().realize().uop
+            else:  # every element is overwritten: the old (lazy) value need not be computed at all
+                target = Tensor.empty(*self.shape, dtype=self.dtype, device=self.device).uop
         store = UOp(Ops.STORE, (target, x.cast(self.dtype).uop))
         self.uop = UOp(Ops.AFTER, (target, store))
         _assign_owner[self.uop] = self
