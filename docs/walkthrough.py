@@ -21,6 +21,7 @@ from unigrad.ir.symbolic import simplify
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.callify import callify
 from unigrad.pipeline.expand import expand
+from unigrad.pipeline.isel import isel
 from unigrad.pipeline.linearize import linearize
 from unigrad.pipeline.rangeify import flatten_index, rangeify, unflatten_index
 from unigrad.runtime import Buffer, Device
@@ -122,10 +123,29 @@ by END, and the result is LOADed after it. AFTER nodes order the accesses to the
 )
 print(expanded)
 
+# ------------------------------------------------------------------------------------------------ 3b
+# Isel (instruction selection): ops the target cannot run directly are rewritten into primitives. Our
+# kernel has none (MUL, ADD, LOAD, STORE are all primitives), so isel leaves it as it is; a kernel with
+# sin() gets a range reduction and a polynomial in ADD/MUL/CAST/BITCAST, the same on every device.
+decompose = Device["CPU"].renderer.decompose
+selected = isel(expanded, decompose)
+sin_fn = callify(UOp(Ops.SINK, (Tensor([0.5, 1.0]).sin().uop,)))
+sin_kernel = next(u for u in rangeify(sin_fn, "CPU").toposort() if u.op is Ops.CALL).src[0]
+sin_ops = {u.op.name for u in isel(expand(sin_kernel), decompose).toposort()}
+
+stage(
+    "3b. Isel: decomposed ops -> primitives",
+    f"""
+This kernel is unchanged by isel: {selected is expanded}. A kernel computing sin() loses its SIN: after isel
+it holds only {sorted(o for o in sin_ops if o in ("ADD", "MUL", "CAST", "BITCAST", "WHERE", "TRUNC"))} and friends,
+and 'SIN' in it: {"SIN" in sin_ops}.
+""",
+)
+
 # ------------------------------------------------------------------------------------------------ 4
 # Linearize: the graph becomes LINEAR, one list of instructions in execution order with properly nested
 # loops. Each node lands in the innermost loop it depends on, so loop-invariant work is hoisted.
-linear = linearize(expanded)
+linear = linearize(selected)
 
 stage(
     "4. Linearize: graph -> LINEAR (an ordered instruction list)",
@@ -172,7 +192,7 @@ program(bufs, {})
 by_hand = bufs[0].numpy().reshape(out.shape)
 
 # The same through the runtime: realize() = kernelize (callify + rangeify, cached by the FUNCTION body)
-# + for each CALL: get_kernel (expand -> linearize -> render -> compile, cached by the kernel AST) + run.
+# + for each CALL: get_kernel (expand -> isel -> linearize -> render -> compile, cached by the kernel AST) + run.
 result = out.numpy()
 expected = (a_np * 2).sum(axis=1) + 1
 
