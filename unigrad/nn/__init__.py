@@ -408,39 +408,30 @@ class InstanceNorm:
         return y.squeeze(0) if unbatched else y
 
 
-class InstanceNorm1d(InstanceNorm):
-    """x (N, C, L) or (C, L); torch's defaults: affine=False, track_running_stats=False."""
+class _InstanceNormNd(InstanceNorm):
+    """InstanceNorm1d/2d: torch's defaults, affine=False and track_running_stats=False."""
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = False,
+        track_running_stats: bool = False,
+    ):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats)
+
+
+class InstanceNorm1d(_InstanceNormNd):
+    """x (N, C, L) or (C, L)."""
 
     spatial_dims = 1
 
-    def __init__(
-        self,
-        num_features: int,
-        eps: float = 1e-5,
-        momentum: float | None = 0.1,
-        affine: bool = False,
-        track_running_stats: bool = False,
-    ):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats)
 
-
-class InstanceNorm2d(InstanceNorm):
-    """x (N, C, H, W) or (C, H, W); torch's defaults: affine=False, track_running_stats=False."""
+class InstanceNorm2d(_InstanceNormNd):
+    """x (N, C, H, W) or (C, H, W)."""
 
     spatial_dims = 2
-
-    def __init__(
-        self,
-        num_features: int,
-        eps: float = 1e-5,
-        momentum: float | None = 0.1,
-        affine: bool = False,
-        track_running_stats: bool = False,
-    ):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats)
-
-
-# ---------------------------------------------------------------- embedding, recurrent cell, dropout
 
 
 class Embedding:

@@ -219,6 +219,8 @@ class Adam(_AdamFamily):
     """torch.optim.Adam: weight_decay is an L2 term added to the gradient (g += wd * p), then
     p -= lr * up. Positional order as tinygrad's (lr, b1, b2, eps); torch's `betas` as a keyword."""
 
+    default_weight_decay = 0.0
+
     def __init__(
         self,
         params: Iterable[Tensor],
@@ -226,12 +228,13 @@ class Adam(_AdamFamily):
         b1: float = 0.9,
         b2: float = 0.999,
         eps: float = 1e-8,
-        weight_decay: float = 0.0,
+        weight_decay: float | None = None,
         amsgrad: bool = False,
         *,
         betas: tuple[float, float] | None = None,
     ):
-        super().__init__(params, lr, *_betas(b1, b2, betas), eps, weight_decay, amsgrad)
+        wd = self.default_weight_decay if weight_decay is None else weight_decay
+        super().__init__(params, lr, *_betas(b1, b2, betas), eps, wd, amsgrad)
 
     def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
         if self.weight_decay:
@@ -241,22 +244,10 @@ class Adam(_AdamFamily):
         return [p, *written]
 
 
-class AdamW(_AdamFamily):
-    """torch.optim.AdamW: decoupled weight decay, p -= lr * (up + wd * p)."""
+class AdamW(Adam):
+    """torch.optim.AdamW: decoupled weight decay, p -= lr * (up + wd * p); Adam's arguments, wd default 0.01."""
 
-    def __init__(
-        self,
-        params: Iterable[Tensor],
-        lr: float | Tensor = 0.001,
-        b1: float = 0.9,
-        b2: float = 0.999,
-        eps: float = 1e-8,
-        weight_decay: float = 0.01,
-        amsgrad: bool = False,
-        *,
-        betas: tuple[float, float] | None = None,
-    ):
-        super().__init__(params, lr, *_betas(b1, b2, betas), eps, weight_decay, amsgrad)
+    default_weight_decay = 0.01
 
     def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
         up, written = self._adam_direction(i, g)
