@@ -19,6 +19,7 @@ from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.uop import UOp
 
 _ANY = object()
+_ALL_OK = object()  # generated code: "every source matched"
 Rule = tuple["UPat", Callable[..., UOp | None]]
 
 
@@ -137,9 +138,19 @@ class _Gen:
         return f"v{self.n}"
 
     def emit(
-        self, p: UPat, v: str, out: list[str], ind: str, fail: str = "return False", names: dict | None = None
+        self,
+        p: UPat,
+        v: str,
+        out: list[str],
+        ind: str,
+        fail: str = "return False",
+        names: dict | None = None,
+        late: list[str] | None = None,
     ) -> None:
-        """Checks of `p` against the UOp in variable `v`. names=None: dict captures; else local captures."""
+        """Checks of `p` against the UOp in variable `v`. names=None: dict captures; else local captures.
+
+        dtype checks (a property, derived on first use) go to `late` when given, so the caller emits them
+        after every structural check: most candidates fail on an op and never pay for a dtype."""
         if p.op is not None and v != "u":  # the root's op is already known from the dispatch
             if len(p.op) == 1:
                 out.append(f"{ind}if {v}.op is not {self.const(next(iter(p.op)))}: {fail}")
@@ -152,7 +163,7 @@ class _Gen:
         if p.value is not _ANY:
             out.append(f"{ind}if {v}.op is not Ops.CONST or {v}.arg.value != {self.const(p.value)}: {fail}")
         if p.dtype is not None:
-            out.append(f"{ind}if {v}.dtype not in {self.const(p.dtype)}: {fail}")
+            (out if late is None else late).append(f"{ind}if {v}.dtype not in {self.const(p.dtype)}: {fail}")
         if p.name is not None:
             if names is None:
                 prev = self.var()
@@ -171,7 +182,15 @@ class _Gen:
             if names is not None:
                 if _has_names(src):
                     raise _Unsupported
-                out.append(f"{ind}if not {self.const(_all_matcher(src))}({v}.src): {fail}")
+                # every source matches: a for loop whose checks `break` out of it; the else marks success
+                s, ok = self.var(), self.const(_ALL_OK)
+                out.append(f"{ind}for {s} in {v}.src:")
+                inner: list[str] = []
+                self.emit(src, s, out, ind + "    ", "break", names, inner)
+                out.extend(inner)
+                out.append(f"{ind}else:")
+                out.append(f"{ind}    {s} = {ok}")
+                out.append(f"{ind}if {s} is not {ok}: {fail}")
                 return
             s = self.var()
             out.append(f"{ind}for {s} in {v}.src:")
@@ -184,7 +203,7 @@ class _Gen:
             for i, sp in enumerate(src):
                 sv = self.var()
                 out.append(f"{ind}{sv} = {v}.src[{i}]")
-                self.emit(sp, sv, out, ind, fail, names)
+                self.emit(sp, sv, out, ind, fail, names, late)
             return
         if names is not None:
             raise _Unsupported
@@ -205,7 +224,9 @@ class _Gen:
         names: dict[str, str] = {}
         f = self.const(fn)
         try:
-            self.emit(pat, "u", body, "        ", "break", names)
+            late: list[str] = []
+            self.emit(pat, "u", body, "        ", "break", names, late)
+            body.extend(late)
             if any(p not in names and p != "ctx" for p in params):
                 raise _Unsupported  # fn wants a name the pattern does not capture: let the call fail loudly
             args = ", ".join("ctx" if p == "ctx" else names[p] for p in params)
@@ -232,23 +253,12 @@ def _has_names(p: UPat) -> bool:
     return _has_names(src) if type(src) is UPat else any(_has_names(s) for s in src)
 
 
-def _all_matcher(p: UPat) -> Callable[[tuple[UOp, ...]], bool]:
-    """Every source matches `p` (which captures nothing)."""
-    m = p.matcher
-
-    def all_match(srcs: tuple[UOp, ...]) -> bool:
-        for s in srcs:
-            if not m(s, {}):
-                return False
-        return True
-
-    return all_match
-
-
 def _compile(p: UPat) -> Callable[[UOp, dict[str, UOp]], bool]:
     g = _Gen()
     body: list[str] = []
-    g.emit(p, "u", body, "    ")
+    late: list[str] = []
+    g.emit(p, "u", body, "    ", late=late)
+    body.extend(late)
     src = "def m(u, st):\n" + "\n".join(body) + "\n    return True\n"
     exec(compile(src, f"<UPat {p!r}>", "exec"), g.env)  # noqa: S102 - our own generated matcher
     return g.env["m"]
@@ -315,45 +325,59 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: boo
         return _rewrite_top_down(root, pm, ctx)
 
 
+_REBUILD, _LINK = object(), object()  # stack markers: "rebuild the node below me", "link node to its rewrite"
+
+
 def _rewrite_bottom_up(root: UOp, pm: PatternMatcher, ctx: Any) -> UOp:
+    """The stack holds UOps to visit, and markers followed by their operands: _REBUILD over u (its sources
+    are done: rebuild it and try the rules), _LINK over (u, r) (u's result is r's result). No tuples are
+    allocated per node."""
     done: dict[UOp, UOp] = {}
     depth: dict[UOp, int] = {}  # how many rewrites led to a node: a rule that never settles is caught
-    stack: list[tuple[UOp, int, UOp | None]] = [(root, 0, None)]
+    stack: list[Any] = [root]
     push, pop = stack.append, stack.pop
     cache = pm.cache if ctx is None else None
-    rules, no_rules = pm.fns, _no_rules
+    cache_get = cache.get if cache is not None else {}.get
+    rules_get, no_rules, getitem = pm.fns.get, _no_rules, done.__getitem__
+    rebuild, link = _REBUILD, _LINK
     while stack:
-        u, stage, r = pop()
-        if stage == 0:
+        u = pop()
+        if u is rebuild:
+            u = pop()
             if u in done:
                 continue
-            if cache is not None and (hit := cache.get(u)) is not None:
-                done[u] = hit
-                continue
-            push((u, 1, None))
-            for s in u.src[::-1]:
-                if s not in done:
-                    push((s, 0, None))
-        elif stage == 1:
-            if u in done:
-                continue
-            new_src = tuple(map(done.__getitem__, u.src))
-            nu = u if new_src == u.src else UOp(u.op, new_src, u.arg, u.tag)
-            if nu is not u and nu in done:
-                done[u] = done[nu]
-                continue
-            r = rules.get(nu.op, no_rules)(nu, ctx)
+            src = u.src
+            new_src = tuple(map(getitem, src))
+            if new_src == src:
+                nu = u
+            else:
+                nu = UOp(u.op, new_src, u.arg, u.tag)
+                if nu in done:
+                    done[u] = done[nu]
+                    continue
+            r = rules_get(nu.op, no_rules)(nu, ctx)
             if r is None:
-                done[u] = nu
-                done[nu] = nu
+                done[u] = done[nu] = nu
                 continue
             n = depth[r] = depth.get(u, 0) + 1
             if n > MAX_REWRITES_PER_NODE:
                 raise RewriteLoopError(f"{pm.name}: rules keep rewriting {nu.op} (last result {r.op}); a rule loops")
-            push((u, 2, r))
-            push((r, 0, None))
-        else:
-            done[u] = done[r]
+            push(u)
+            push(r)
+            push(link)
+            push(r)
+        elif u is link:
+            r = pop()
+            done[pop()] = done[r]
+        elif u not in done:
+            if (hit := cache_get(u)) is not None:
+                done[u] = hit
+                continue
+            push(u)
+            push(rebuild)
+            for s in reversed(u.src):
+                if s not in done:
+                    push(s)
     if cache is not None:
         if len(cache) > CACHE_LIMIT:  # a bounded memo: strong references, dropped wholesale when it grows
             cache.clear()

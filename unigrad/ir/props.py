@@ -53,7 +53,7 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
 # ---------------------------------------------------------------- dtype: one rule per op, default src[0].dtype
 
 
-def _src0_dtype(u: UOp) -> DType:
+def src0_dtype(u: UOp) -> DType:
     return u.src[0].dtype
 
 
@@ -77,7 +77,7 @@ DTYPE_RULES: dict[Ops, Callable[[UOp], DType]] = {
 
 
 def dtype_of(u: UOp) -> DType:
-    return DTYPE_RULES.get(u.op, _src0_dtype)(u)
+    return DTYPE_RULES.get(u.op, src0_dtype)(u)
 
 
 def _tuple_elem(u: UOp) -> UOp:
@@ -211,6 +211,7 @@ def _reshape_axis(old: Shape, new: Shape, axis: int) -> int | None:
 # ---------------------------------------------------------------- min_max: one rule per op
 
 _RANGES: dict[DType, tuple[ConstType, ConstType]] = {}
+_INDEX = dtypes.index
 
 
 def dtype_range(dt: DType) -> tuple[ConstType, ConstType]:
@@ -222,7 +223,7 @@ def dtype_range(dt: DType) -> tuple[ConstType, ConstType]:
 
 def _fits(dt: DType, lo: ConstType, hi: ConstType) -> tuple[ConstType, ConstType]:
     """Clamp to the dtype's range; ints that may overflow get the whole range (C wraps)."""
-    if dt is dtypes.index or dt.kind == "f":  # index math is unbounded integer math
+    if dt is _INDEX or dt.kind == "f":  # index math is unbounded integer math
         return lo, hi
     dlo, dhi = dtype_range(dt)
     if lo < dlo or hi > dhi:
@@ -242,7 +243,13 @@ def _mul_range(a: tuple, b: tuple) -> tuple:
 
 def _mm_add(u: UOp) -> tuple[ConstType, ConstType]:
     (a, A), (b, B) = u.src[0].min_max, u.src[1].min_max
-    return _fits(u.dtype, a + b, A + B)
+    dt = u.dtype
+    return (a + b, A + B) if dt is _INDEX else _fits(dt, a + b, A + B)
+
+
+def _mm_cmplt(u: UOp) -> tuple[ConstType, ConstType]:
+    (a, A), (b, B) = u.src[0].min_max, u.src[1].min_max
+    return A < b, a < B
 
 
 def _mm_cast(u: UOp) -> tuple[ConstType, ConstType]:
@@ -328,7 +335,7 @@ def _stack_mm(u: UOp) -> tuple[ConstType, ConstType]:
     return min(s.vmin for s in u.src), max(s.vmax for s in u.src)
 
 
-def _dtype_mm(u: UOp) -> tuple[ConstType, ConstType]:
+def dtype_mm(u: UOp) -> tuple[ConstType, ConstType]:
     return dtype_range(u.dtype) if u.dtype is not dtypes.void else (0, 0)
 
 
@@ -349,7 +356,7 @@ MIN_MAX_RULES: dict[Ops, Callable[[UOp], tuple[ConstType, ConstType]]] = {
     Ops.SUB: lambda u: _fits(u.dtype, u.src[0].vmin - u.src[1].vmax, u.src[0].vmax - u.src[1].vmin),
     Ops.MUL: lambda u: _fits(u.dtype, *_mul_range(u.src[0].min_max, u.src[1].min_max)),
     Ops.MAX: lambda u: (max(u.src[0].vmin, u.src[1].vmin), max(u.src[0].vmax, u.src[1].vmax)),
-    Ops.CMPLT: lambda u: (u.src[0].vmax < u.src[1].vmin, u.src[0].vmin < u.src[1].vmax),
+    Ops.CMPLT: _mm_cmplt,
     Ops.CMPNE: _mm_cmpne,
     Ops.AND: _mm_bitwise,
     Ops.OR: _mm_bitwise,
@@ -359,4 +366,4 @@ MIN_MAX_RULES: dict[Ops, Callable[[UOp], tuple[ConstType, ConstType]]] = {
 
 
 def min_max_of(u: UOp) -> tuple[ConstType, ConstType]:
-    return MIN_MAX_RULES.get(u.op, _dtype_mm)(u)
+    return MIN_MAX_RULES.get(u.op, dtype_mm)(u)

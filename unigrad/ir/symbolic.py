@@ -22,6 +22,7 @@ INTS = frozenset(
     | {dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64}
 )
 INT_BOOL = INTS | {dtypes.bool}
+ADD, MUL, CONST, IDIV, MOD = Ops.ADD, Ops.MUL, Ops.CONST, Ops.IDIV, Ops.MOD
 FOLDABLE = GroupOp.ALU - {Ops.THREEFRY, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.POW}
 
 
@@ -39,9 +40,7 @@ def fold_consts(u: UOp) -> UOp | None:
 
 
 def fold_by_range(u: UOp) -> UOp | None:
-    """An int/bool op whose min_max is one value is that value (e.g. x//8 with x in [0,7] -> 0)."""
-    if u.op not in GroupOp.ALU or u.dtype not in INT_BOOL:
-        return None
+    """An int/bool ALU op whose min_max is one value is that value (e.g. x//8 with x in [0,7] -> 0)."""
     lo, hi = u.min_max
     return _c(u, lo) if lo == hi else None
 
@@ -56,14 +55,18 @@ def split_terms(u: UOp) -> tuple[list[tuple[UOp, int]], int]:
     stack = [u]
     while stack:
         t = stack.pop()
-        if t.op is Ops.ADD:
-            stack.extend(reversed(t.src))
-        elif t.op is Ops.CONST:
+        while t.op is ADD:  # walk down the left spine; right operands that are sums go on the stack
+            t, right = t.src
+            stack.append(t)
+            t = right
+        op = t.op
+        if op is CONST:
             const += t.arg.value
-        elif t.op is Ops.MUL and t.src[1].op is Ops.CONST:
+        elif op is MUL and t.src[1].op is CONST:
             terms.append((t.src[0], t.src[1].arg.value))
         else:
             terms.append((t, 1))
+    terms.reverse()
     return terms, const
 
 
@@ -96,38 +99,36 @@ def combine_terms(terms: list[tuple[UOp, int]]) -> list[tuple[UOp, int]]:
     return [(t, k) for t, k in coef.items() if k != 0]
 
 
-def _term_base(t: UOp) -> UOp:
-    return t.src[0] if t.op is Ops.MUL and t.src[1].op is Ops.CONST else t
-
-
-def _divmod_pair(x: UOp, y: UOp) -> bool:
-    """x and y are c//d and c%d of the same c and d (which fold_sum combines when coefficients agree)."""
-    return x.src == y.src and {x.op, y.op} == {Ops.IDIV, Ops.MOD}
-
-
 def sum_is_canonical(u: UOp) -> bool:
     """True when fold_sum has nothing to do: u = a + b with b a term or the (nonzero) constant, a with no
     constant, and b's base not already among a's terms (nor its //,% partner). The sources are assumed to be
     fixed points already (graph_rewrite rewrites bottom-up), so a is canonical itself. No node is built."""
     a, b = u.src
-    if b.op is Ops.ADD or a.op is Ops.CONST or (a.op is Ops.ADD and a.src[1].op is Ops.CONST):
+    aop, bop = a.op, b.op
+    if bop is ADD or aop is CONST or (aop is ADD and a.src[1].op is CONST):
         return False
-    if b.op is Ops.CONST:
+    if bop is CONST:
         return b.arg.value != 0
-    base = _term_base(b)
+    base = b.src[0] if bop is MUL and b.src[1].op is CONST else b
+    bsrc = base.src
+    partner = MOD if base.op is IDIV else IDIV if base.op is MOD else None  # x//c pairs with x%c
     node = a
     while True:
-        t = _term_base(node.src[1] if node.op is Ops.ADD else node)
-        if t is base or _divmod_pair(t, base):
+        if node.op is ADD:
+            node, t = node.src
+        else:
+            t, node = node, None
+        if t.op is MUL and t.src[1].op is CONST:
+            t = t.src[0]
+        if t is base or (t.op is partner and t.src == bsrc):
             return False
-        if node.op is not Ops.ADD:
+        if node is None:
             return True
-        node = node.src[0]
 
 
 def fold_sum(u: UOp) -> UOp | None:
-    """Normalize an int sum: like terms combined, constants summed and placed last."""
-    if u.dtype not in INTS or sum_is_canonical(u):
+    """(for an int ADD) Normalize an int sum: like terms combined, constants summed and placed last."""
+    if sum_is_canonical(u):
         return None
     terms, const = split_terms(u)
     new = build_sum(u, combine_terms(terms), const)
@@ -177,18 +178,24 @@ def fold_divmod(u: UOp) -> UOp | None:
     if u.dtype not in INTS or d <= 0 or x.op not in (Ops.ADD, Ops.MUL):
         return None  # a single term: only its range can fold it (fold_by_range)
     terms, const = split_terms(x)
-    q_terms = [(t, k // d) for t, k in terms if k // d != 0]
-    r_terms = [(t, k % d) for t, k in terms if k % d != 0]
-    q_const, r_const = const // d, const % d
-    # the range of R from its terms (coefficients are in [1, d)), before building anything
-    lo = r_const + sum(k * t.vmin for t, k in r_terms)
-    hi = r_const + sum(k * t.vmax for t, k in r_terms)
-    if not (sum_fits(x, terms, const) and sum_fits(x, r_terms, r_const)):
-        return None  # a sized int sum that may wrap is not d*Q + R as integers
-    g = math.gcd(d, r_const, *(k for _, k in r_terms))
-    moved = bool(q_terms) or q_const != 0
+    # the common case first, without building lists: nothing moves into Q, no common factor, R's range
+    # spans more than one multiple of d
+    q_const, r_const = divmod(const, d)
+    moved, g, lo, hi = q_const != 0, math.gcd(d, r_const), r_const, r_const
+    for t, k in terms:
+        q, r = divmod(k, d)
+        if q:
+            moved = True
+        if r:
+            g = math.gcd(g, r)
+            lo += r * t.vmin
+            hi += r * t.vmax
     if lo // d != hi // d and g == 1 and not moved and (u.op is Ops.IDIV or r_const == const):
         return None  # nothing to fold: x is its own remainder part
+    q_terms = [(t, k // d) for t, k in terms if k // d != 0]
+    r_terms = [(t, k % d) for t, k in terms if k % d != 0]
+    if not (sum_fits(x, terms, const) and sum_fits(x, r_terms, r_const)):
+        return None  # a sized int sum that may wrap is not d*Q + R as integers
     r = build_sum(x, r_terms, r_const)
     if lo // d == hi // d:
         k = lo // d
@@ -236,6 +243,8 @@ def fold_lt_sum(x: UOp, c: UOp) -> UOp | None:
     if x.dtype not in INTS:
         return None
     terms, const = split_terms(x)
+    if const == 0 and math.gcd(*(k for _, k in terms)) == 1:
+        return None  # the common case: nothing to move, no common factor
     if not sum_fits(x, terms, const):
         return None  # x may wrap: x*64 < 100 is not x < 2 in int8
     if const != 0:
@@ -296,7 +305,7 @@ pm_symbolic = PatternMatcher(
         (UPat(Ops.CMPNE, src=(xb, UPat.const(False))), lambda x: x),  # x!=False -> x
         (UPat(Ops.CMPNE, src=(UPat(Ops.CMPNE, src=(xb, UPat.const(True))), UPat.const(True))), lambda x: x),  # !!x
         # decided by min_max
-        (UPat(GroupOp.ALU, name="u"), fold_by_range),
+        (UPat(GroupOp.ALU, dtype=INT_BOOL, name="u"), fold_by_range),
         (UPat(Ops.MAX, src=(x_, y_)), fold_max),
         # sums and products (ints)
         (UPat(Ops.ADD, dtype=INTS, name="u"), fold_sum),

@@ -19,11 +19,17 @@ from unigrad.ir.alu import normalize
 from unigrad.ir.args import AddrSpace, AxisType, ConstArg, ParamArg, RangeArg
 from unigrad.ir.ops import Ops
 
+# The hash-consing tables, values are weak references. Nodes with neither arg nor tag (most ALU nodes) are
+# keyed by their src tuple in a table per op, so no key tuple is built for them; the rest by (op, src, arg, tag).
+_plain: dict[Ops, dict[tuple, weakref.ReferenceType[UOp]]] = {op: {} for op in Ops}
 _cache: dict[tuple, weakref.ReferenceType[UOp]] = {}
 _MISSING: Any = object()  # a derived property not computed yet
-_cache_get = _cache.get  # bound once: node construction is the hottest path in the library
 _object_new = object.__new__
 _weakref = weakref.ref
+_dtype_of, _shape_of, _min_max_of = props.dtype_of, props.shape_of, props.min_max_of
+# the per-op rule tables, looked up directly by the properties (one call less on the hottest derivations)
+_dtype_rule, _src0_dtype = props.DTYPE_RULES.get, props.src0_dtype
+_mm_rule, _dtype_mm = props.MIN_MAX_RULES.get, props.dtype_mm
 
 
 class UOp:
@@ -34,8 +40,11 @@ class UOp:
     tag: Any
 
     def __new__(cls, op: Ops, src: tuple[UOp, ...] = (), arg: Any = None, tag: Any = None) -> UOp:
-        key = (op, src, arg, tag)
-        ref = _cache_get(key)
+        if arg is None and tag is None:
+            table, key = _plain[op], src
+        else:
+            table, key = _cache, (op, src, arg, tag)
+        ref = table.get(key)
         if ref is not None and (hit := ref()) is not None:
             return hit
         self = _object_new(cls)
@@ -44,16 +53,19 @@ class UOp:
         self.arg = arg
         self.tag = tag
         self._dtype = self._shape = self._mm = _MISSING  # the hot derived properties, filled on first use
-        _cache[key] = _weakref(self)
+        table[key] = _weakref(self)
         return self
 
     def __del__(self) -> None:
-        key = (self.op, self.src, self.arg, self.tag)
         try:
-            ref = _cache.get(key)
+            if self.arg is None and self.tag is None:
+                table, key = _plain[self.op], self.src
+            else:
+                table, key = _cache, (self.op, self.src, self.arg, self.tag)
+            ref = table.get(key)
             if ref is not None and ref() in (self, None):
-                del _cache[key]
-        except (AttributeError, TypeError):  # interpreter shutdown: module globals are already gone
+                del table[key]
+        except (AttributeError, TypeError, KeyError):  # interpreter shutdown: module globals are already gone
             pass
 
     def __reduce__(self) -> tuple:
@@ -72,17 +84,32 @@ class UOp:
     @property
     def dtype(self) -> DType:
         v = self._dtype
-        return v if v is not _MISSING else _derive(self, "_dtype", props.dtype_of)
+        if v is _MISSING:
+            try:
+                v = self._dtype = _dtype_rule(self.op, _src0_dtype)(self)  # sources derive theirs recursively
+            except RecursionError:
+                v = _derive(self, "_dtype", _dtype_of)
+        return v
 
     @property
     def shape(self) -> tuple[int | UOp, ...]:
         v = self._shape
-        return v if v is not _MISSING else _derive(self, "_shape", props.shape_of)
+        if v is _MISSING:
+            try:
+                v = self._shape = _shape_of(self)  # sources derive theirs recursively
+            except RecursionError:
+                v = _derive(self, "_shape", _shape_of)
+        return v
 
     @property
     def min_max(self) -> tuple[ConstType, ConstType]:
         v = self._mm
-        return v if v is not _MISSING else _derive(self, "_mm", props.min_max_of)
+        if v is _MISSING:
+            try:
+                v = self._mm = _mm_rule(self.op, _dtype_mm)(self)  # sources derive theirs recursively
+            except RecursionError:
+                v = _derive(self, "_mm", _min_max_of)
+        return v
 
     @property
     def vmin(self) -> ConstType:
@@ -314,17 +341,14 @@ class UOp:
         return self.arg.value
 
 
-def _derive(u: UOp, slot: str, fn: Callable[[UOp], Any], depth: int = 0) -> Any:
-    """Compute and cache a derived property, sources first: directly while the graph below is shallow, and
-    by one sources-first walk beyond 64 levels, so a fresh deep graph never recurses deeply."""
-    for s in u.src:
-        if getattr(s, slot, _MISSING) is _MISSING:  # unset (device/axis) or not yet derived (_MISSING)
-            if depth < 64:
-                _derive(s, slot, fn, depth + 1)
-            else:
-                for x in s.toposort(gate=lambda n: getattr(n, slot, _MISSING) is _MISSING):
-                    if getattr(x, slot, _MISSING) is _MISSING:
-                        setattr(x, slot, fn(x))
+def _derive(u: UOp, slot: str, fn: Callable[[UOp], Any]) -> Any:
+    """Compute and cache a derived property with the sources' values filled in first by one iterative
+    sources-first walk: the path for graphs too deep to derive by recursion (dtype/shape/min_max fall back
+    to it on RecursionError; device/axis always take it)."""
+    if any(getattr(s, slot, _MISSING) is _MISSING for s in u.src):  # unset (device/axis) or _MISSING
+        for x in u.toposort(gate=lambda n: getattr(n, slot, _MISSING) is _MISSING):
+            if getattr(x, slot, _MISSING) is _MISSING:
+                setattr(x, slot, fn(x))
     v = fn(u)
     setattr(u, slot, v)
     return v
@@ -347,4 +371,5 @@ def _is_var(u: UOp) -> bool:
 
 def cache_size() -> int:
     """Live hash-consed nodes (for tests of garbage collection)."""
-    return sum(1 for r in _cache.values() if r() is not None)
+    tables = [_cache, *_plain.values()]
+    return sum(1 for t in tables for r in t.values() if r() is not None)
