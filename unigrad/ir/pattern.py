@@ -163,7 +163,8 @@ class _Gen:
         if p.value is not _ANY:
             out.append(f"{ind}if {v}.op is not Ops.CONST or {v}.arg.value != {self.const(p.value)}: {fail}")
         if p.dtype is not None:
-            (out if late is None else late).append(f"{ind}if {v}.dtype not in {self.const(p.dtype)}: {fail}")
+            dt = "udt" if v == "u" and names is not None else f"{v}.dtype"  # udt: the root's, read once
+            (out if late is None else late).append(f"{ind}if {dt} not in {self.const(p.dtype)}: {fail}")
         if p.name is not None:
             if names is None:
                 prev = self.var()
@@ -269,6 +270,8 @@ def _compile_rules(op: Ops, rules: list[Rule], name: str) -> Callable[[UOp, Any]
     captures passed positionally; the first rule returning a new node wins."""
     g = _Gen()
     out = ["def rewrite(u, ctx):"]
+    if any(pat.dtype is not None for pat, _ in rules):
+        out.append("    udt = u.dtype")
     for pat, fn in rules:
         g.rule(pat, fn, out)
     out.append("    return None")
@@ -357,7 +360,9 @@ def _rewrite_bottom_up(root: UOp, pm: PatternMatcher, ctx: Any) -> UOp:
                     continue
             r = rules_get(nu.op, no_rules)(nu, ctx)
             if r is None:
-                done[u] = done[nu] = nu
+                done[u] = nu
+                if nu is not u:
+                    done[nu] = nu
                 continue
             n = depth[r] = depth.get(u, 0) + 1
             if n > MAX_REWRITES_PER_NODE:
