@@ -1,25 +1,32 @@
-"""Expand: REDUCE becomes an accumulator in registers and an END-closed loop.
+"""Expand: UPCAST/UNROLL ranges become copies of the kernel body; REDUCEs become register accumulators.
 
-In: a kernel SINK from rangeify (scalar math on RANGEs with REDUCE(value, ranges...) nodes).
-Out: the same kernel without REDUCE: each becomes
-    acc = PARAM(REG)                                  one register slot
-    STORE(INDEX(AFTER(acc, outer ranges), 0), identity)   reset once per iteration of the enclosing loops
-    STORE(INDEX(AFTER(acc_init, r...), 0), op(LOAD(acc), value))  inside the reduce loops, closed by END
-    LOAD(INDEX(AFTER(acc, END), 0))                  the result, read after the loops
-(UPCAST/UNROLL ranges becoming vector shapes will join this stage with the kernel optimizer.)
+In: a kernel SINK after optimize (scalar math on RANGEs, REDUCE(value, ranges...) nodes).
+Out: the same kernel with no UPCAST/UNROLL ranges and no REDUCE:
+  - an UPCAST range r of size k (an output axis) is moved innermost in its END chains and expanded: the body
+    it closes becomes GROUP(body[r:=0], ..., body[r:=k-1]); REDUCEs inside are copied with it.
+  - an UNROLL range of size k in a REDUCE (a reduce axis) splits it into k partial REDUCEs over the other
+    ranges, combined after the loops: k independent accumulators (the split accumulators of a sum).
+  - REDUCEs over the same ranges (and the same enclosing loops) share one loop and one register array:
+        acc = PARAM(REG, shape (n,))
+        STORE(INDEX(AFTER(acc, outer ranges), j), identity)                    for each member j, before the loop
+        END(GROUP(STORE(INDEX(AFTER(acc, inits, r...), j), op(LOAD(acc[j]), value_j))...), r...)
+        LOAD(INDEX(AFTER(acc, END), j))                                        member j's result, after the loop
 """
 
 from __future__ import annotations
 
+import itertools
+from collections import defaultdict
 from dataclasses import dataclass
 
 from unigrad.dtype import DType
-from unigrad.ir.args import AddrSpace, LoadArg, ParamArg
+from unigrad.ir.args import AddrSpace, AxisType, LoadArg, ParamArg
 from unigrad.ir.ops import Ops
-from unigrad.ir.pattern import PatternMatcher, UPat, graph_rewrite
+from unigrad.ir.symbolic import simplify
 from unigrad.ir.uop import UOp
 
 REG = LoadArg(None, AddrSpace.REG)
+EXPANDED = (AxisType.UPCAST, AxisType.UNROLL)
 
 
 def identity_element(op: Ops, dtype: DType) -> object:
@@ -46,34 +53,140 @@ def open_ranges(u: UOp) -> set[UOp]:
     return set(memo[u])
 
 
+def _bound(r: UOp) -> int:
+    if r.src[0].op is not Ops.CONST:
+        raise ValueError(f"expand: {r.arg.axis_type.name} range r{r.arg.id} needs a constant size")
+    return r.src[0].arg.value
+
+
+def _combos(rs: list[UOp]) -> list[dict[UOp, UOp]]:
+    """Every assignment of constants to the ranges rs."""
+    return [
+        {r: UOp.index_const(i) for r, i in zip(rs, vals)} for vals in itertools.product(*(range(_bound(r)) for r in rs))
+    ]
+
+
+def _tree(op: Ops, xs: list[UOp]) -> UOp:
+    """xs combined pairwise with op (a balanced tree: independent adds run in parallel)."""
+    while len(xs) > 1:
+        xs = [UOp(op, (xs[i], xs[i + 1])) if i + 1 < len(xs) else xs[i] for i in range(0, len(xs), 2)]
+    return xs[0]
+
+
+# ---------------------------------------------------------------- UNROLL: split accumulators
+
+
+def unroll_reduces(sink: UOp) -> UOp:
+    """REDUCE(v, ..., r_unroll, ...) -> op-tree of REDUCE(v[r_unroll:=i], other ranges) over i."""
+    memo: dict[UOp, UOp] = {}
+    for u in sink.toposort():
+        new_src = tuple(memo[s] for s in u.src)
+        nu = u if new_src == u.src else u.replace(src=new_src)
+        if nu.op is Ops.REDUCE and any(r.arg.axis_type is AxisType.UNROLL for r in nu.src[1:]):
+            unrolled = [r for r in nu.src[1:] if r.arg.axis_type is AxisType.UNROLL]
+            others = tuple(r for r in nu.src[1:] if r.arg.axis_type is not AxisType.UNROLL)
+            parts = [nu.src[0].substitute(c) for c in _combos(unrolled)]
+            if others:
+                parts = [UOp(Ops.REDUCE, (p, *others), nu.arg, nu.tag) for p in parts]
+            nu = _tree(nu.arg.op, parts)
+        memo[u] = nu
+    return memo[sink]
+
+
+# ---------------------------------------------------------------- UPCAST: copies of the body
+
+
+def upcast_ends(sink: UOp) -> UOp:
+    """END chains with UPCAST ranges: those ranges moved innermost, then expanded into a GROUP of copies."""
+    topo = sink.toposort()
+    inside = {x.src[0] for x in topo if x.op is Ops.END and x.src[0].op is Ops.END}  # ENDs below another END
+    memo: dict[UOp, UOp] = {}
+    for u in topo:
+        if u in inside:
+            continue  # rebuilt with the chain it belongs to, from the chain's top END
+        if u.op is Ops.END:
+            order: list[UOp] = []
+            body = u
+            while body.op is Ops.END:
+                order.append(body.src[1])
+                body = body.src[0]
+            body = memo[body]
+            up = [r for r in order if r.arg.axis_type is AxisType.UPCAST]
+            if up:
+                copies = [body.substitute(c) for c in _combos(up)]
+                body = copies[0] if len(copies) == 1 else UOp(Ops.GROUP, tuple(copies))
+            for r in reversed(order):  # order is outermost first: wrap the innermost first
+                if r.arg.axis_type is not AxisType.UPCAST:
+                    body = UOp(Ops.END, (body, r))
+            memo[u] = body
+            continue
+        new_src = tuple(memo[s] for s in u.src)
+        memo[u] = u if new_src == u.src else u.replace(src=new_src)
+    return memo[sink]
+
+
+# ---------------------------------------------------------------- REDUCE -> accumulators
+
+
 @dataclass
 class ExpandCtx:
     next_acc: int = 0
 
 
-def reduce_to_acc(ctx: ExpandCtx, red: UOp) -> UOp:
-    value, ranges = red.src[0], red.src[1:]
-    op, dt = red.arg.op, red.dtype
-    outer = sorted(open_ranges(value) - set(ranges), key=lambda r: r.arg.id)
-    acc = UOp(Ops.PARAM, (UOp.shape_src((1,)),), ParamArg(ctx.next_acc, dt, None, AddrSpace.REG))
+def _leaf_reduces(sink: UOp) -> list[UOp]:
+    """REDUCEs whose value holds no other REDUCE, in graph order."""
+    has: dict[UOp, bool] = {}
+    out = []
+    for u in sink.toposort():
+        inner = any(has[s] for s in u.src)
+        if u.op is Ops.REDUCE and not inner:
+            out.append(u)
+        has[u] = inner or u.op is Ops.REDUCE
+    return out
+
+
+def reduces_to_accs(sink: UOp, ctx: ExpandCtx) -> UOp:
+    """Replace the REDUCEs (innermost first) by register accumulators, one loop per group of REDUCEs that
+    share their ranges, enclosing loops, op and dtype."""
+    while leaves := _leaf_reduces(sink):
+        groups: dict[tuple, list[UOp]] = defaultdict(list)
+        for red in leaves:
+            ranges = red.src[1:]
+            outer = frozenset(open_ranges(red.src[0]) - set(ranges))
+            groups[(ranges, outer, red.arg.op, red.dtype)].append(red)
+        mapping: dict[UOp, UOp] = {}
+        for (ranges, outer, op, dt), members in groups.items():
+            mapping.update(_accumulate(ctx, list(ranges), sorted(outer, key=lambda r: r.arg.id), op, dt, members))
+        sink = sink.substitute(mapping)
+    return sink
+
+
+def _accumulate(
+    ctx: ExpandCtx, ranges: list[UOp], outer: list[UOp], op: Ops, dt: DType, members: list[UOp]
+) -> dict[UOp, UOp]:
+    n = len(members)
+    acc = UOp(Ops.PARAM, (UOp.shape_src((n,)),), ParamArg(ctx.next_acc, dt, None, AddrSpace.REG))
     ctx.next_acc += 1
-    zero = UOp.index_const(0)
-    init = UOp(
-        Ops.STORE, (UOp(Ops.INDEX, (UOp(Ops.AFTER, (acc, *outer)), zero)), UOp.const(dt, identity_element(op, dt)))
-    )
-    in_loop = UOp(Ops.INDEX, (UOp(Ops.AFTER, (acc, init, *ranges)), zero))
-    update = UOp(Ops.STORE, (in_loop, UOp(op, (UOp(Ops.LOAD, (in_loop,), REG), value))))
-    end = update
+    ident = UOp.const(dt, identity_element(op, dt))
+    at_outer = UOp(Ops.AFTER, (acc, *outer))
+    inits = [UOp(Ops.STORE, (UOp(Ops.INDEX, (at_outer, UOp.index_const(j))), ident)) for j in range(n)]
+    in_loop = UOp(Ops.AFTER, (acc, *inits, *ranges))
+    updates = []
+    for j, red in enumerate(members):
+        slot = UOp(Ops.INDEX, (in_loop, UOp.index_const(j)))
+        updates.append(UOp(Ops.STORE, (slot, UOp(op, (UOp(Ops.LOAD, (slot,), REG), red.src[0])))))
+    end = updates[0] if n == 1 else UOp(Ops.GROUP, tuple(updates))
     for r in reversed(ranges):
         end = UOp(Ops.END, (end, r))
-    return UOp(Ops.LOAD, (UOp(Ops.INDEX, (UOp(Ops.AFTER, (acc, end)), zero)),), REG)
-
-
-pm_reduce_to_acc = PatternMatcher([(UPat(Ops.REDUCE, name="red"), reduce_to_acc)], name="pm_reduce_to_acc")
+    done = UOp(Ops.AFTER, (acc, end))
+    return {red: UOp(Ops.LOAD, (UOp(Ops.INDEX, (done, UOp.index_const(j))),), REG) for j, red in enumerate(members)}
 
 
 def expand(sink: UOp) -> UOp:
-    """Kernel SINK with REDUCEs -> kernel SINK with register accumulators (see module doc)."""
+    """Kernel SINK (optimized) -> kernel SINK without UPCAST/UNROLL ranges or REDUCEs (see module doc)."""
+    topo = sink.toposort()
+    if any(u.op is Ops.RANGE and u.arg.axis_type in EXPANDED for u in topo):
+        sink = simplify(upcast_ends(unroll_reduces(sink)))
     if not any(u.op is Ops.REDUCE for u in sink.toposort()):
         return sink
-    return graph_rewrite(sink, pm_reduce_to_acc, ExpandCtx())
+    return reduces_to_accs(sink, ExpandCtx())

@@ -73,6 +73,8 @@ class CLanguage(CStyleLanguage):
     def signature(self, sig: KernelSignature) -> str:
         args = [f"{self.storage_type(dt)}* restrict data{slot}" for slot, dt in sig.buffers]
         args += [f"long long {v}" for v in sig.variables]
+        if sig.threads:
+            args.append("long long core")
         return f"void {sig.name}({', '.join(args)})"
 
     def load(self, u: UOp, target: str) -> str:

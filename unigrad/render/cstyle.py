@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from unigrad.dtype import DType, dtypes
-from unigrad.ir.args import AddrSpace
+from unigrad.ir.args import AddrSpace, AxisType
 from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.uop import UOp
 
@@ -23,6 +23,7 @@ class KernelSignature:
     name: str
     buffers: tuple[tuple[int, DType], ...]
     variables: tuple[str, ...]
+    threads: int = 0  # > 0: the kernel takes a last argument `core` and runs once per core in [0, threads)
 
 
 def _nonneg(u: UOp) -> bool:
@@ -114,13 +115,18 @@ class CStyleLanguage:
         args = [f"{self.buffer_qualifier}{self.ctype(dt)}* restrict data{slot}" for slot, dt in sig.buffers] + [
             f"long long {v}" for v in sig.variables
         ]
+        if sig.threads:
+            args.append("long long core")
         return f"{self.kernel_prefix}void {sig.name}({', '.join(args)})"
 
     def render(self, name: str, linear: UOp) -> tuple[str, KernelSignature]:
         uops = linear.src
         buffers = sorted({(u.arg.slot, u.arg.dtype) for u in uops if _is_global(u)})
         variables = sorted({u.arg.name for u in uops if u.op is Ops.PARAM and u.arg.name is not None})
-        sig = KernelSignature(name, tuple(buffers), tuple(variables))
+        threads = [u for u in uops if u.op is Ops.RANGE and u.arg.axis_type is AxisType.THREAD]
+        if threads and threads[0].src[0].op is not Ops.CONST:
+            raise ValueError(f"{name}: a THREAD range needs a constant size")
+        sig = KernelSignature(name, tuple(buffers), tuple(variables), threads[0].src[0].arg.value if threads else 0)
         r: dict[UOp, str] = {}
         lines: list[str] = []
         depth = 1
@@ -136,13 +142,13 @@ class CStyleLanguage:
                     r[u] = u.arg.name
                 elif u.arg.addrspace is AddrSpace.REG:
                     r[u] = f"acc{u.arg.slot}"
-                    emit(f"{self.ctype(u.dtype)} acc{u.arg.slot}[1];")
+                    emit(f"{self.ctype(u.dtype)} acc{u.arg.slot}[{u.shape[0]}];")
                 else:
                     r[u] = f"data{u.arg.slot}"
             elif op is Ops.CONST:
                 r[u] = self.render_const(u.arg.value, u.dtype)
-            elif op is Ops.STACK:
-                continue  # shapes of PARAMs: not code
+            elif op in (Ops.STACK, Ops.GROUP):
+                continue  # shapes of PARAMs, groups of stores: not code
             elif op is Ops.AFTER:
                 r[u] = r[u.src[0]]
             elif op is Ops.INDEX:
@@ -150,7 +156,10 @@ class CStyleLanguage:
             elif op is Ops.RANGE:
                 name_r = f"ridx{u.arg.id}"
                 r[u] = name_r
-                emit(f"for (long long {name_r} = 0; {name_r} < {r[u.src[0]]}; {name_r}++) {{")
+                if u.arg.axis_type is AxisType.THREAD:  # not a loop: each worker runs one value, `core`
+                    emit(f"{{ long long {name_r} = core;")
+                else:
+                    emit(f"for (long long {name_r} = 0; {name_r} < {r[u.src[0]]}; {name_r}++) {{")
                 depth += 1
             elif op is Ops.END:
                 depth -= 1
@@ -174,7 +183,14 @@ class CStyleLanguage:
                 r[u] = v
                 emit(f"{self.ctype(u.dtype)} {v} = {self.alu(u, [r[s] for s in u.src])};")
         body = "\n".join(lines)
-        return f"{self.prelude}\n{self.signature(sig)} {{\n{body}\n}}\n", sig
+        src = f"{self.prelude}\n{self.signature(sig)} {{\n{body}\n}}\n"
+        return (src + self.thread_entry(sig) if sig.threads else src), sig
+
+    def thread_entry(self, sig: KernelSignature) -> str:
+        """`name_entry(bufs, vars, core)`: the kernel behind one generic signature, for the worker pool."""
+        args = [f"bufs[{i}]" for i in range(len(sig.buffers))]
+        args += [f"vars[{i}]" for i in range(len(sig.variables))] + ["core"]
+        return f"void {sig.name}_entry(void **bufs, long long *vars, long long core) {{ {sig.name}({', '.join(args)}); }}\n"
 
     # loads/stores of storage types that compute in another type (bfloat16) override these
     def load(self, u: UOp, target: str) -> str:

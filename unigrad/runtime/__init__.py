@@ -33,6 +33,9 @@ class Allocator:
     def copyout(self, handle: Any, dtype: DType, size: int) -> np.ndarray:
         raise NotImplementedError
 
+    def free(self, handle: Any, nbytes: int) -> None:
+        """A buffer is gone: its memory may be reused (default: left to the garbage collector)."""
+
 
 class Compiler:
     def compile(self, src: str) -> bytes:
@@ -101,6 +104,13 @@ class Buffer:
     @property
     def allocated(self) -> bool:
         return self._handle is not None
+
+    def __del__(self) -> None:
+        if self._handle is not None:
+            try:
+                Device[self.device].allocator.free(self._handle, self.nbytes)
+            except Exception:  # noqa: S110 - interpreter shutdown: the registry may be gone already
+                pass
 
     def ensure_allocated(self) -> Buffer:
         if self._handle is None:

@@ -21,17 +21,40 @@ from unigrad.dtype import DType
 from unigrad.render.c import CLanguage
 from unigrad.render.cstyle import KernelSignature
 from unigrad.runtime import Allocator, Compiled, Compiler, to_numpy_dtype
+from unigrad.runtime.cpu_pool import n_threads, pool
 
 ALIGN = 64
 
 
 class CPUAllocator(Allocator):
-    """Host memory from ctypes, aligned to 64 bytes; the handle is (keep-alive object, address)."""
+    """Host memory (uninitialized, aligned to 64 bytes); the handle is (keep-alive array, address).
+
+    Freed buffers are kept by size and handed out again (up to CACHE_BYTES), so a step that allocates the
+    same intermediates every time does not pay the kernel's page faults again."""
+
+    CACHE_BYTES = 1 << 30
+
+    def __init__(self) -> None:
+        self.cache: dict[int, list[Any]] = {}
+        self.cached = 0
 
     def alloc(self, nbytes: int, dtype: DType, size: int) -> Any:
-        raw = (ctypes.c_uint8 * (nbytes + ALIGN))()
-        addr = ctypes.addressof(raw)
+        if free := self.cache.get(nbytes):
+            self.cached -= nbytes
+            return free.pop()
+        try:
+            raw = np.empty(nbytes + ALIGN, np.uint8)
+        except MemoryError:
+            self.cache.clear()
+            self.cached = 0
+            raw = np.empty(nbytes + ALIGN, np.uint8)
+        addr = raw.ctypes.data
         return raw, addr + (-addr % ALIGN)
+
+    def free(self, handle: Any, nbytes: int) -> None:
+        if self.cached + nbytes <= self.CACHE_BYTES:
+            self.cache.setdefault(nbytes, []).append(handle)
+            self.cached += nbytes
 
     def copyin(self, handle: Any, src: np.ndarray) -> None:
         ctypes.memmove(handle[1], src.ctypes.data, src.nbytes)
@@ -91,19 +114,35 @@ class CCompiler(Compiler):
 
 
 class CPUProgram:
+    """A compiled kernel. One with a THREAD axis runs through the worker pool: one dispatch, one chunk per core."""
+
     def __init__(self, name: str, lib_path: pathlib.Path, sig: KernelSignature):
         self.lib = ctypes.CDLL(str(lib_path))
         self.fxn = getattr(self.lib, name)
         self.fxn.argtypes = [ctypes.c_void_p] * len(sig.buffers) + [ctypes.c_int64] * len(sig.variables)
         self.fxn.restype = None
         self.sig = sig
+        if sig.threads:
+            self.entry = ctypes.cast(getattr(self.lib, f"{name}_entry"), ctypes.c_void_p)
+            self.pool = pool(n_threads())
 
     def __call__(self, bufs: list[Any], var_vals: dict[str, int]) -> None:
         # the kernel takes the buffers it uses, by slot (a buffer whose loads were simplified away is not one)
-        self.fxn(*(bufs[slot].handle[1] for slot, _ in self.sig.buffers), *(var_vals[v] for v in self.sig.variables))
+        sig = self.sig
+        if sig.threads:
+            ptrs = (ctypes.c_void_p * max(1, len(sig.buffers)))(*(bufs[slot].handle[1] for slot, _ in sig.buffers))
+            vals = (ctypes.c_longlong * max(1, len(sig.variables)))(*(var_vals[v] for v in sig.variables))
+            self.pool.pool_run(self.entry, ptrs, vals, sig.threads)
+            return
+        self.fxn(*(bufs[slot].handle[1] for slot, _ in sig.buffers), *(var_vals[v] for v in sig.variables))
 
 
 class CPUDevice(Compiled):
+    @property
+    def threads(self) -> int:
+        """Cores a kernel may use (the hand-coded opts split a THREAD axis this wide)."""
+        return n_threads()
+
     def build(self, name: str, src: str, sig: KernelSignature, linear: Any) -> tuple[bytes, CPUProgram]:
         path = self.compiler.compile_to_path(src)  # type: ignore[attr-defined]
         return path.read_bytes(), CPUProgram(name, path, sig)

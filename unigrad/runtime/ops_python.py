@@ -73,12 +73,12 @@ class PythonProgram:
                 if u.arg.name is not None:
                     self.code.append(("var", i, (), u.arg.name))
                 elif u.arg.addrspace is AddrSpace.REG:
-                    self.code.append(("reg", i, (), normalize(0, u.dtype)))
+                    self.code.append(("reg", i, (), (normalize(0, u.dtype), u.shape[0])))
                 else:
                     self.code.append(("buf", i, (), u.arg.slot))
             elif op in (Ops.AFTER, Ops.INDEX, Ops.LOAD, Ops.STORE):
                 self.code.append((op.name.lower(), i, srcs, None))
-            elif op in (Ops.STACK, Ops.SINK):
+            elif op in (Ops.STACK, Ops.SINK, Ops.GROUP):
                 self.code.append(("nop", i, (), None))
             elif op is Ops.BITCAST:
                 self.code.append(("alu", i, srcs, functools.partial(bitcast, src=u.src[0].dtype, dst=u.dtype)))
@@ -123,7 +123,7 @@ class PythonProgram:
             elif kind == "buf":
                 r[d] = mem[x]
             elif kind == "reg":
-                r[d] = [x]
+                r[d] = [x[0]] * x[1]
             elif kind == "var":
                 r[d] = var_vals[x]
             pc += 1

@@ -32,6 +32,7 @@ from unigrad.pipeline.callify import callify
 from unigrad.pipeline.expand import expand
 from unigrad.pipeline.isel import isel
 from unigrad.pipeline.linearize import linearize
+from unigrad.pipeline.optimize import optimize
 from unigrad.pipeline.rangeify import rangeify
 from unigrad.runtime import Buffer, Device
 
@@ -40,7 +41,7 @@ buffers: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
 _executed: weakref.WeakSet[UOp] = weakref.WeakSet()
 SCHEDULE_CACHE_SIZE = 1024
 _schedule_cache: dict[tuple[UOp, str], UOp] = {}
-_program_cache: dict[tuple[str, UOp], CompiledKernel] = {}
+_program_cache: dict[tuple[str, UOp, int, int], CompiledKernel] = {}
 
 
 @dataclass
@@ -150,15 +151,17 @@ def _count(linear: UOp) -> int:
 
 
 def get_kernel(device: str, ast: UOp) -> CompiledKernel:
-    key = (device, ast)
+    dev = Device[device]
+    threads = getattr(dev, "threads", 1)
+    key = (device, ast, config.NOOPT.value, threads)  # what decides the opts is part of the key
     if (ck := _program_cache.get(key)) is not None:
         return ck
-    dev = Device[device]
     name = ast.arg.name if ast.arg is not None else "kernel"
     if config.DEBUG >= 5:
         print(f"--- kernel {name} ---\n{ast}")
     if config.SPEC.value:
         verify_kernel(ast)
+    ast = optimize(ast, threads)
     sink = expand(ast)
     if config.SPEC.value:
         verify_expanded(sink)

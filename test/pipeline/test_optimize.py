@@ -1,0 +1,254 @@
+"""OptOps: every opt gives the unoptimized kernel's results on random inputs, on CPU and PYTHON; illegal opts
+are refused with an error naming the opt; the thread pool gives bit-identical results; heuristics apply."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from unigrad import Context, Tensor
+from unigrad.ir.args import AxisType, KernelInfo
+from unigrad.ir.ops import Ops
+from unigrad.ir.uop import UOp
+from unigrad.pipeline.optimize import Opt, OptError, OptOps, apply_opt, axes, optimize
+from unigrad.pipeline.optimize.heuristic import hand_coded_opts
+from unigrad.runtime import Buffer
+from unigrad.runtime import realize as rt
+from unigrad.runtime.cpu_pool import n_threads
+
+DEVICES = ("CPU", "PYTHON")
+U, R, L, T = AxisType.UPCAST, AxisType.UNROLL, AxisType.LOOP, AxisType.THREAD
+rng = np.random.default_rng(7)
+
+
+def kernel_of(out: Tensor, device: str) -> tuple[UOp, list[Buffer]]:
+    """The single kernel computing `out` (its inputs are realized) and its buffers, output first."""
+    (k,) = rt.kernelize([out.uop], device)
+    calls = [u for u in k.toposort() if u.op is Ops.CALL]
+    assert len(calls) == 1, f"expected one kernel, got {len(calls)}"
+    return calls[0].src[0], [rt.buffer_of(b) for b in calls[0].src[1:]]
+
+
+def run(ast: UOp, bufs: list[Buffer], opts: tuple[Opt, ...] | None, device: str) -> np.ndarray:
+    """Run the kernel with exactly `opts` (None: the heuristics, for the device's threads) and read its output."""
+    if opts:
+        ast = ast.replace(arg=KernelInfo(ast.arg.name, tuple(opts)))
+    with Context(NOOPT=int(opts == ())):  # () is the plain kernel, not "let the heuristics choose"
+        ck = rt.get_kernel(device, ast)
+    for b in bufs:
+        b.ensure_allocated()
+    ck.program(bufs, {})
+    return bufs[0].numpy().copy()
+
+
+def realized(*shape: int, device: str) -> tuple[Tensor, np.ndarray]:
+    a = rng.standard_normal(shape).astype(np.float32)
+    return Tensor(a, device=device).realize(), a
+
+
+def elementwise(device: str) -> tuple[Tensor, np.ndarray]:
+    (a, an), (b, bn) = realized(12, 16, device=device), realized(12, 16, device=device)
+    return (a * b + a).relu(), np.maximum(an * bn + an, 0)
+
+
+def reduction(device: str) -> tuple[Tensor, np.ndarray]:
+    a, an = realized(6, 32, device=device)
+    return a.sum(axis=1), an.sum(axis=1)
+
+
+def matmul(device: str) -> tuple[Tensor, np.ndarray]:
+    (a, an), (b, bn) = realized(8, 16, device=device), realized(16, 12, device=device)
+    return a @ b, an @ bn
+
+
+def full_sum(device: str) -> tuple[Tensor, np.ndarray]:
+    a, an = realized(4, 6, 8, device=device)
+    return a.sum(axis=(1, 2)), an.sum(axis=(1, 2))
+
+
+KERNELS = {"elementwise": elementwise, "reduction": reduction, "matmul": matmul, "full_sum": full_sum}
+
+# (kernel, opts): every OptOp and every legal split kind, alone and composed
+LEGAL = [
+    ("elementwise", (Opt(OptOps.SPLIT, 1, (4, U, False)),)),
+    ("elementwise", (Opt(OptOps.SPLIT, 0, (3, L, True)),)),
+    ("elementwise", (Opt(OptOps.SPLIT, 0, (2, T, True)),)),
+    ("elementwise", (Opt(OptOps.SPLIT, 0, (4, T, True)), Opt(OptOps.SPLIT, 1, (8, U, False)))),
+    ("elementwise", (Opt(OptOps.PADTO, 1, 24),)),
+    ("elementwise", (Opt(OptOps.PADTO, 0, 8), Opt(OptOps.SPLIT, 0, (8, U, False)))),
+    ("elementwise", (Opt(OptOps.SWAP, 0, 1),)),
+    ("elementwise", (Opt(OptOps.NOLOCALS),)),
+    ("reduction", (Opt(OptOps.SPLIT, 1, (8, R, False)),)),
+    ("reduction", (Opt(OptOps.SPLIT, 1, (4, AxisType.GROUP_REDUCE, False)),)),
+    ("reduction", (Opt(OptOps.SPLIT, 1, (4, AxisType.REDUCE, True)),)),
+    ("reduction", (Opt(OptOps.PADTO, 1, 40),)),
+    ("reduction", (Opt(OptOps.SPLIT, 0, (2, U, False)), Opt(OptOps.SPLIT, 1, (4, R, False)))),
+    ("reduction", (Opt(OptOps.SPLIT, 0, (3, T, True)),)),
+    ("matmul", (Opt(OptOps.SPLIT, 0, (4, U, False)), Opt(OptOps.SPLIT, 1, (4, U, False)))),
+    ("matmul", (Opt(OptOps.SPLIT, 2, (4, R, False)), Opt(OptOps.SPLIT, 0, (2, T, True)))),
+    ("matmul", (Opt(OptOps.PADTO, 1, 16), Opt(OptOps.SPLIT, 1, (16, U, False)))),
+    ("matmul", (Opt(OptOps.SWAP, 0, 1), Opt(OptOps.SPLIT, 0, (2, U, False)))),
+    ("full_sum", (Opt(OptOps.SWAP, 1, 2),)),
+    ("full_sum", (Opt(OptOps.SPLIT, 2, (2, R, False)), Opt(OptOps.SPLIT, 1, (3, R, False)))),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name,opts", LEGAL, ids=[f"{k}-{i}" for i, (k, _) in enumerate(LEGAL)])
+def test_opt_matches_unoptimized(name: str, opts: tuple[Opt, ...], device: str) -> None:
+    out, ref = KERNELS[name](device)
+    ast, bufs = kernel_of(out, device)
+    plain = run(ast, bufs, (), device)
+    np.testing.assert_allclose(plain, ref.reshape(-1), rtol=1e-5, atol=1e-5)
+    got = run(ast, bufs, opts, device)
+    if name == "elementwise" or all(o.op is not OptOps.SPLIT or o.arg[1] is not R for o in opts):
+        if name != "full_sum" and name != "reduction":
+            np.testing.assert_array_equal(got, plain)  # no reduce order changed: bit-identical
+    np.testing.assert_allclose(got, plain, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "name,opt,msg",
+    [
+        ("elementwise", Opt(OptOps.SPLIT, 5, (2, U, False)), "axis must be an int in"),
+        ("elementwise", Opt(OptOps.SPLIT, 1, (5, U, False)), "not a multiple of 5"),
+        ("elementwise", Opt(OptOps.SPLIT, 1, (0, U, False)), "positive int"),
+        ("elementwise", Opt(OptOps.SPLIT, 1, (4, R, False)), "UNROLL axis splits from"),
+        ("reduction", Opt(OptOps.SPLIT, 1, (4, U, False)), "UPCAST axis splits from"),
+        ("elementwise", Opt(OptOps.SPLIT, 0, (2, T, False)), "top must be True"),
+        ("elementwise", Opt(OptOps.SPLIT, 1, (2, T, True)), "not an outermost loop"),
+        ("elementwise", Opt(OptOps.SPLIT, 1, (4, U, True)), "top must be False"),
+        ("elementwise", Opt(OptOps.SPLIT, 1, (4, "UPCAST", False)), "cannot split into"),
+        ("elementwise", Opt(OptOps.SPLIT, 1, 4), "SPLIT takes arg"),
+        ("elementwise", Opt(OptOps.PADTO, 1, 0), "positive int multiple"),
+        ("elementwise", Opt(OptOps.SWAP, 0, 0), "another axis"),
+        ("matmul", Opt(OptOps.SWAP, 0, 2), "only swaps with another reduce axis"),
+        ("elementwise", Opt(OptOps.TC, 0, None), "no tensor cores"),
+        ("elementwise", Opt(OptOps.NOLOCALS, 0, None), "takes no axis"),
+    ],
+)
+def test_illegal_opt_refused(name: str, opt: Opt, msg: str) -> None:
+    out, _ = KERNELS[name]("CPU")
+    ast, _ = kernel_of(out, "CPU")
+    with pytest.raises(OptError, match=msg) as e:
+        apply_opt(ast, opt)
+    assert repr(opt) in str(e.value)  # the error names the opt
+
+
+def test_refusals_that_depend_on_earlier_opts() -> None:
+    out, _ = elementwise("CPU")
+    ast, _ = kernel_of(out, "CPU")
+    k = apply_opt(ast, Opt(OptOps.NOLOCALS))
+    with pytest.raises(OptError, match="NOLOCALS was applied"):
+        apply_opt(k, Opt(OptOps.SPLIT, 0, (2, AxisType.LOCAL, False)))
+    k = apply_opt(ast, Opt(OptOps.SPLIT, 0, (2, T, True)))
+    with pytest.raises(OptError, match="already has a THREAD axis"):
+        apply_opt(k, Opt(OptOps.SPLIT, 0, (2, T, True)))
+    k = apply_opt(ast, Opt(OptOps.SPLIT, 1, (16, U, False)))
+    with pytest.raises(OptError, match="multiply to"):
+        big = Tensor(np.ones((128, 128), np.float32)).realize() + 1
+        kb, _ = kernel_of(big, "CPU")
+        kb = apply_opt(kb, Opt(OptOps.SPLIT, 1, (128, U, False)))
+        apply_opt(kb, Opt(OptOps.SPLIT, 0, (16, U, False)))
+
+
+def test_split_records_opts_and_new_axis_is_last() -> None:
+    out, _ = matmul("CPU")
+    ast, _ = kernel_of(out, "CPU")
+    n = len(axes(ast))
+    opt = Opt(OptOps.SPLIT, 1, (4, U, False))
+    k = apply_opt(ast, opt)
+    assert k.arg.opts == (opt,)
+    rs = axes(k)
+    assert len(rs) == n + 1 and rs[-1].arg.axis_type is U and rs[-1].src[0].arg.value == 4
+    assert rs[1].src[0].arg.value == 3  # 12 / 4, kept in place
+
+
+def test_opts_print_and_replay_at_debug_3(capsys: pytest.CaptureFixture[str]) -> None:
+    out, ref = matmul("CPU")
+    ast, bufs = kernel_of(out, "CPU")
+    opts = (Opt(OptOps.SPLIT, 0, (2, U, False)),)
+    with Context(DEBUG=3):
+        got = run(ast, bufs, opts, "CPU")
+    printed = capsys.readouterr().out
+    assert "Opt(OptOps.SPLIT, 0, (2, AxisType.UPCAST, False))" in printed
+    np.testing.assert_allclose(got, ref.reshape(-1), rtol=1e-5, atol=1e-5)
+
+
+def test_opts_are_part_of_the_cache_key() -> None:
+    out, _ = matmul("CPU")
+    ast, bufs = kernel_of(out, "CPU")
+    a = rt.get_kernel("CPU", ast.replace(arg=KernelInfo(ast.arg.name, (Opt(OptOps.SPLIT, 0, (2, U, False)),))))
+    b = rt.get_kernel("CPU", ast.replace(arg=KernelInfo(ast.arg.name, (Opt(OptOps.SPLIT, 0, (4, U, False)),))))
+    assert a is not b and a.source != b.source
+
+
+# ---------------------------------------------------------------- the thread pool
+
+
+@pytest.mark.parametrize("threads", [2, 3, 4, 8])
+def test_thread_pool_bit_identical(threads: int) -> None:
+    """Elementwise and matmul kernels split over a THREAD axis equal the one-thread kernel bit for bit,
+    with more chunks than cores too."""
+    (a, an), (b, bn) = realized(24, 40, device="CPU"), realized(40, 16, device="CPU")
+    for out in (a @ b, (a * 2 + 1).exp()):
+        ast, bufs = kernel_of(out, "CPU")
+        one = run(ast, bufs, (), "CPU")
+        many = run(ast, bufs, (Opt(OptOps.SPLIT, 0, (threads, T, True)),), "CPU")
+        np.testing.assert_array_equal(many, one)
+    np.testing.assert_allclose((a @ b).numpy(), an @ bn, rtol=1e-4, atol=1e-4)
+
+
+def test_thread_pool_many_dispatches() -> None:
+    a, an = realized(64, 64, device="CPU")
+    ast, bufs = kernel_of(a * 3 - 1, "CPU")
+    opts = (Opt(OptOps.SPLIT, 0, (2, T, True)), Opt(OptOps.SPLIT, 1, (16, U, False)))
+    for _ in range(200):
+        np.testing.assert_array_equal(run(ast, bufs, opts, "CPU"), (an * 3 - 1).reshape(-1))
+
+
+def test_threads_knob() -> None:
+    with Context(THREADS=1):
+        assert n_threads() == 1
+    with Context(THREADS=3):
+        assert n_threads() == 3
+
+
+# ---------------------------------------------------------------- heuristics
+
+
+def test_heuristics_tile_and_thread_a_matmul() -> None:
+    (a, an), (b, bn) = realized(128, 64, device="CPU"), realized(64, 96, device="CPU")
+    ast, bufs = kernel_of(a @ b, "CPU")
+    opts = hand_coded_opts(ast, 2)
+    kinds = [o.arg[1] for o in opts]
+    assert kinds.count(U) == 2 and T in kinds
+    np.testing.assert_allclose(run(ast, bufs, None, "CPU"), (an @ bn).reshape(-1), rtol=1e-4, atol=1e-4)
+    assert hand_coded_opts(ast, 1) == [o for o in opts if o.arg[1] is not T]
+
+
+def test_heuristics_split_accumulators_of_a_sum() -> None:
+    a, an = realized(1 << 16, device="CPU")
+    ast, bufs = kernel_of(a.sum(), "CPU")
+    opts = hand_coded_opts(ast, 2)
+    assert [o.arg[1] for o in opts] == [R]
+    np.testing.assert_allclose(run(ast, bufs, None, "CPU"), [an.sum(dtype=np.float64)], rtol=1e-4)
+
+
+def test_noopt_and_small_kernels_stay_plain() -> None:
+    out, _ = elementwise("CPU")
+    ast, _ = kernel_of(out, "CPU")
+    assert hand_coded_opts(ast, 2) == []  # too small to pay for a dispatch
+    (a, _), (b, _) = realized(128, 64, device="CPU"), realized(64, 96, device="CPU")
+    ast, _ = kernel_of(a @ b, "CPU")
+    with Context(NOOPT=1):
+        assert optimize(ast, 2) is ast
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_heuristic_results_through_tensor_api(device: str) -> None:
+    n = 64 if device == "CPU" else 16
+    (a, an), (b, bn) = realized(n, n, device=device), realized(n, n, device=device)
+    np.testing.assert_allclose((a @ b).numpy(), an @ bn, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(a.sum().numpy(), an.sum(), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(a.max(axis=0).numpy(), an.max(axis=0))

@@ -1,0 +1,69 @@
+"""Hand-coded CPU opts: which OptOps to apply to a kernel when no search (BEAM) is asked for.
+
+In: a kernel SINK from rangeify and the number of threads. Out: the list of Opts (apply_opts applies them).
+  - a THREAD axis split off the outermost output loop, one chunk per core, when the kernel is big enough
+    to pay for a dispatch (elementwise and matmul results stay bit-identical: each output is computed by
+    the same code in one thread);
+  - matmul-like kernels (a reduce under two or more output axes): register tiling, the two innermost
+    output axes upcast (4 x 16 accumulators) and the reduce loop kept whole;
+  - other reductions: split accumulators (the innermost reduce axis unrolled into independent partial sums).
+"""
+
+from __future__ import annotations
+
+import math
+
+from unigrad.ir.args import AxisType
+from unigrad.ir.ops import Ops
+from unigrad.ir.uop import UOp
+from unigrad.pipeline.optimize.opts import Opt, OptOps, axes, bound
+
+MIN_THREAD_WORK = 1 << 16  # iterations (outputs x reduce size) below which one thread is faster
+SPLIT_ACC = 8  # independent accumulators of a reduction
+TILE = ((1, 4), (0, 16))  # matmul register tile: (axis from the innermost output axis, amount)
+
+
+def _output_chain(sink: UOp) -> list[UOp]:
+    """Output ranges of the kernel's (first) store, outermost first."""
+    topo = sink.toposort()
+    inside = {x.src[0] for x in topo if x.op is Ops.END}  # ENDs below another END
+    for u in topo:
+        if u.op is Ops.END and u not in inside:
+            chain = []
+            e = u
+            while e.op is Ops.END:
+                chain.append(e.src[1])
+                e = e.src[0]
+            return chain  # outermost first: the top END closes the outermost loop
+    return []
+
+
+def hand_coded_opts(sink: UOp, threads: int) -> list[Opt]:
+    rs = axes(sink)
+    if any(bound(r) is None for r in rs):
+        return []  # symbolic sizes: leave the loops as they are
+    outputs = [r for r in _output_chain(sink) if r.arg.axis_type is AxisType.LOOP]
+    reduces = [r for r in rs if r.arg.axis_type is AxisType.REDUCE]
+    work = math.prod(bound(r) or 1 for r in rs)
+    opts: list[Opt] = []
+    sizes = {rs.index(r): bound(r) or 0 for r in rs}  # current size of each axis as opts split them
+
+    def split(r: UOp, amount: int, kind: AxisType, top: bool = False) -> None:
+        i = rs.index(r)
+        opts.append(Opt(OptOps.SPLIT, i, (amount, kind, top)))
+        sizes[i] //= amount
+
+    if reduces and len(outputs) >= 2 and work >= MIN_THREAD_WORK:
+        for pos, amount in TILE:  # register tiling: upcast the innermost output axes
+            r = outputs[-1 - pos]
+            if sizes[rs.index(r)] % amount == 0 and sizes[rs.index(r)] > amount:
+                split(r, amount, AxisType.UPCAST)
+    elif reduces:
+        r = reduces[-1]
+        if sizes[rs.index(r)] % SPLIT_ACC == 0 and sizes[rs.index(r)] >= 4 * SPLIT_ACC:
+            split(r, SPLIT_ACC, AxisType.UNROLL)
+    if threads > 1 and outputs and work >= MIN_THREAD_WORK:
+        n = sizes[rs.index(outputs[0])]
+        if n % threads == 0 and n >= threads:
+            split(outputs[0], threads, AxisType.THREAD, top=True)
+    return opts

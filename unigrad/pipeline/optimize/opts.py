@@ -1,0 +1,274 @@
+"""OptOps: checked transformations of a kernel's RANGE axes (spec: Kernel Optimizations).
+
+In: a kernel SINK from rangeify (STOREs closed by END chains, REDUCE(value, ranges...)), plus opts.
+Out: the same computation over new ranges; KernelInfo.opts records every opt applied, in order, so a kernel
+prints and replays its opts (DEBUG=3) and they are part of its cache key (the SINK itself).
+
+Axes are the kernel's RANGEs sorted by id; a SPLIT keeps the id on the part that keeps the axis type and
+appends the new part (the `target` type) as the last axis. An illegal request raises OptError naming the
+opt, the axis and what was expected.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from unigrad.ir.args import AxisType, KernelInfo
+from unigrad.ir.ops import Ops
+from unigrad.ir.symbolic import simplify
+from unigrad.ir.uop import UOp
+
+
+class OptOps(Enum):
+    SPLIT = "SPLIT"
+    PADTO = "PADTO"
+    SWAP = "SWAP"
+    NOLOCALS = "NOLOCALS"
+    TC = "TC"
+
+    def __repr__(self) -> str:
+        return f"OptOps.{self.name}"
+
+
+@dataclass(frozen=True)
+class Opt:
+    """(op, axis, arg): SPLIT arg = (k, target AxisType, top); PADTO arg = multiple; SWAP arg = other axis."""
+
+    op: OptOps
+    axis: int | None = None
+    arg: Any = None
+
+    def __repr__(self) -> str:
+        return f"Opt({self.op!r}, {self.axis}, {self.arg!r})"
+
+
+class OptError(ValueError):
+    """An opt that cannot apply to this kernel."""
+
+
+REDUCE_TYPES = frozenset({AxisType.REDUCE, AxisType.GROUP_REDUCE, AxisType.UNROLL})
+# which axis types a SPLIT may make from which (spec table "Split from"; on CPU kernels LOOP plays GLOBAL)
+SPLIT_FROM: dict[AxisType, frozenset[AxisType]] = {
+    AxisType.LOCAL: frozenset({AxisType.GLOBAL, AxisType.LOOP}),
+    AxisType.THREAD: frozenset({AxisType.GLOBAL, AxisType.LOOP}),
+    AxisType.UPCAST: frozenset({AxisType.GLOBAL, AxisType.LOCAL, AxisType.LOOP}),
+    AxisType.UNROLL: frozenset({AxisType.REDUCE, AxisType.GROUP_REDUCE}),
+    AxisType.GROUP_REDUCE: frozenset({AxisType.REDUCE}),
+    AxisType.LOOP: frozenset({AxisType.GLOBAL, AxisType.LOOP}),
+    AxisType.REDUCE: frozenset({AxisType.REDUCE}),
+}
+MAX_EXPANDED = 1024  # product of all UPCAST/UNROLL amounts: the copies expand makes of one kernel body
+
+
+def axes(sink: UOp) -> list[UOp]:
+    """The kernel's RANGEs sorted by id: axis i of an Opt."""
+    return sorted({u for u in sink.toposort() if u.op is Ops.RANGE}, key=lambda r: r.arg.id)
+
+
+def bound(r: UOp) -> int | None:
+    return r.src[0].arg.value if r.src[0].op is Ops.CONST else None
+
+
+def _fail(opt: Opt, msg: str) -> OptError:
+    return OptError(f"{opt}: {msg}")
+
+
+def _axis(sink: UOp, opt: Opt) -> tuple[list[UOp], UOp]:
+    rs = axes(sink)
+    if not isinstance(opt.axis, int) or not 0 <= opt.axis < len(rs):
+        raise _fail(opt, f"axis must be an int in [0, {len(rs)}) for this kernel, got {opt.axis!r}")
+    return rs, rs[opt.axis]
+
+
+def _end_chains(sink: UOp) -> dict[UOp, list[UOp]]:
+    """For each END in the kernel, the ranges of the chain it tops, innermost first."""
+    out: dict[UOp, list[UOp]] = {}
+    for u in sink.toposort():
+        if u.op is Ops.END:
+            inner = u.src[0]
+            out[u] = (out[inner] if inner.op is Ops.END else []) + [u.src[1]]
+    return out
+
+
+def replace_ranges(sink: UOp, value: dict[UOp, UOp], loops: dict[UOp, tuple[UOp, ...]]) -> UOp:
+    """Rebuild the kernel with each RANGE r in `loops` replaced: as a value by value[r], as a loop (in an END
+    chain or a REDUCE's ranges) by loops[r], outermost first. Index math is simplified afterwards."""
+    memo: dict[UOp, UOp] = {}
+    for u in sink.toposort():
+        if u in value:
+            memo[u] = value[u]
+            continue
+        if u.op is Ops.END and u.src[1] in loops:
+            out = memo[u.src[0]]
+            for r in reversed(loops[u.src[1]]):
+                out = UOp(Ops.END, (out, r))
+            memo[u] = out
+            continue
+        if u.op is Ops.REDUCE:
+            rs: list[UOp] = []
+            for r in u.src[1:]:
+                rs.extend(loops.get(r, (r,)))
+            memo[u] = UOp(Ops.REDUCE, (memo[u.src[0]], *rs), u.arg, u.tag)
+            continue
+        new_src = tuple(memo[s] for s in u.src)
+        memo[u] = u if new_src == u.src else u.replace(src=new_src)
+    return simplify(memo[sink])
+
+
+def _with_opt(sink: UOp, opt: Opt) -> UOp:
+    info = sink.arg if isinstance(sink.arg, KernelInfo) else KernelInfo("kernel")
+    return sink.replace(arg=KernelInfo(info.name, info.opts + (opt,)))
+
+
+def _split(sink: UOp, opt: Opt) -> UOp:
+    rs, r = _axis(sink, opt)
+    if not (isinstance(opt.arg, tuple) and len(opt.arg) == 3):
+        raise _fail(opt, "SPLIT takes arg (k, target AxisType, top)")
+    k, target, top = opt.arg
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise _fail(opt, f"split factor must be a positive int, got {k!r}")
+    if not isinstance(target, AxisType) or target not in SPLIT_FROM:
+        raise _fail(opt, f"cannot split into axis type {target!r}")
+    kind = r.arg.axis_type
+    if kind not in SPLIT_FROM[target]:
+        allowed = ", ".join(sorted(t.name for t in SPLIT_FROM[target]))
+        raise _fail(opt, f"a {target.name} axis splits from {allowed}, but axis {opt.axis} is {kind.name}")
+    n = bound(r)
+    if n is None:
+        raise _fail(opt, f"axis {opt.axis} has a symbolic size {r.src[0].render()}: only constant sizes split")
+    if n % k != 0:
+        raise _fail(opt, f"axis {opt.axis} of size {n} is not a multiple of {k} (PADTO it first)")
+    if target is AxisType.THREAD:
+        if not top:
+            raise _fail(opt, "a THREAD axis splits off the top (outer part): top must be True")
+        if any(x.arg.axis_type is AxisType.THREAD for x in rs):
+            raise _fail(opt, "the kernel already has a THREAD axis")
+        if any(chain[-1] is not r for chain in _end_chains(sink).values() if r in chain):
+            raise _fail(opt, f"axis {opt.axis} is not an outermost loop: only those split into THREADs")
+    if target in (AxisType.UPCAST, AxisType.UNROLL):
+        if top:
+            raise _fail(opt, f"{target.name} is an inner axis: top must be False")
+        expanded = k * math.prod(bound(x) or 1 for x in rs if x.arg.axis_type in (AxisType.UPCAST, AxisType.UNROLL))
+        if expanded > MAX_EXPANDED:
+            raise _fail(opt, f"UPCAST/UNROLL amounts would multiply to {expanded} (at most {MAX_EXPANDED})")
+    new_id = max(x.arg.id for x in rs) + 1
+    # the part that keeps the kind keeps the id; the target part is the new last axis
+    if top:
+        a = UOp.range(k, new_id, target)  # outer: k
+        b = UOp.range(n // k, r.arg.id, kind)  # inner: n/k
+        expr = a * (n // k) + b
+    else:
+        a = UOp.range(n // k, r.arg.id, kind)
+        b = UOp.range(k, new_id, target)
+        expr = a * k + b
+    return _with_opt(replace_ranges(sink, {r: expr}, {r: (a, b)}), opt)
+
+
+def _padto(sink: UOp, opt: Opt) -> UOp:
+    rs, r = _axis(sink, opt)
+    m = opt.arg
+    if not isinstance(m, int) or isinstance(m, bool) or m < 1:
+        raise _fail(opt, f"PADTO takes a positive int multiple, got {m!r}")
+    n = bound(r)
+    if n is None:
+        raise _fail(opt, f"axis {opt.axis} has a symbolic size: only constant sizes pad")
+    padded = -(-n // m) * m
+    if padded == n:
+        return _with_opt(sink, opt)
+    r2 = UOp.range(padded, r.arg.id, r.arg.axis_type)
+    valid = r2 < n
+    reduce_axis = r.arg.axis_type in REDUCE_TYPES
+    memo: dict[UOp, UOp] = {r: r2}
+    uses_r: dict[UOp, bool] = {}  # does the node depend on the padded range
+    for u in sink.toposort():
+        uses_r[u] = u is r or any(uses_r[s] for s in u.src)
+        if u in memo:
+            continue
+        new_src = tuple(memo[s] for s in u.src)
+        nu = u if new_src == u.src else u.replace(src=new_src)
+        if uses_r[u]:
+            if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(nu.src) == 1:
+                nu = nu.replace(src=(nu.src[0], UOp.const(nu.dtype, 0), valid))  # a padded lane reads 0
+            elif u.op is Ops.STORE and len(nu.src) == 2 and not reduce_axis:
+                nu = nu.replace(src=(*nu.src, valid))  # a padded lane writes nothing
+            elif u.op is Ops.REDUCE and r in u.src[1:]:
+                ident = UOp.const(u.dtype, _identity(u.arg.op, u.dtype))
+                nu = nu.replace(src=(valid.where(nu.src[0], ident), *nu.src[1:]))
+        memo[u] = nu
+    return _with_opt(simplify(memo[sink]), opt)
+
+
+def _identity(op: Ops, dtype: Any) -> Any:
+    return 0 if op is Ops.ADD else 1 if op is Ops.MUL else dtype.min
+
+
+def _swap(sink: UOp, opt: Opt) -> UOp:
+    rs, a = _axis(sink, opt)
+    j = opt.arg
+    if not isinstance(j, int) or not 0 <= j < len(rs) or j == opt.axis:
+        raise _fail(opt, f"SWAP takes another axis in [0, {len(rs)}), got {j!r}")
+    b = rs[j]
+    if (a.arg.axis_type in REDUCE_TYPES) != (b.arg.axis_type in REDUCE_TYPES):
+        raise _fail(opt, "a reduce axis only swaps with another reduce axis")
+    pair = {a: b, b: a}
+    memo: dict[UOp, UOp] = {}
+    for u in sink.toposort():
+        if u.op is Ops.END:  # rebuild the chain below this END with a and b exchanged when both are in it
+            body = u
+            order: list[UOp] = []
+            while body.op is Ops.END:
+                order.append(body.src[1])
+                body = body.src[0]
+            out = memo.get(body, body)
+            for r in reversed(order):  # order is outermost first: wrap the innermost first
+                out = UOp(Ops.END, (out, pair.get(r, r) if a in order and b in order else r))
+            memo[u] = out
+            continue
+        if u.op is Ops.REDUCE and a in u.src[1:] and b in u.src[1:]:
+            memo[u] = UOp(Ops.REDUCE, (memo[u.src[0]], *(pair.get(r, r) for r in u.src[1:])), u.arg, u.tag)
+            continue
+        new_src = tuple(memo.get(s, s) for s in u.src)
+        memo[u] = u if new_src == u.src else u.replace(src=new_src)
+    return _with_opt(memo[sink], opt)
+
+
+def _nolocals(sink: UOp, opt: Opt) -> UOp:
+    if opt.axis is not None or opt.arg is not None:
+        raise _fail(opt, "NOLOCALS takes no axis and no arg")
+    if any(r.arg.axis_type is AxisType.LOCAL for r in axes(sink)):
+        raise _fail(opt, "the kernel already has LOCAL axes")
+    return _with_opt(sink, opt)
+
+
+def apply_opt(sink: UOp, opt: Opt, device_has_tc: bool = False) -> UOp:
+    """One checked opt; raises OptError when it cannot apply."""
+    if not isinstance(opt, Opt):
+        raise OptError(f"expected an Opt, got {opt!r}")
+    opts = sink.arg.opts if isinstance(sink.arg, KernelInfo) else ()
+    if opt.op is OptOps.TC:
+        if not device_has_tc:
+            raise _fail(opt, "this device has no tensor cores")
+        if opts:
+            raise _fail(opt, "TC must be the first opt")
+        raise _fail(opt, "tensor cores are not implemented for this device")
+    if opt.op is OptOps.SPLIT:
+        if any(o.op is OptOps.NOLOCALS for o in opts) and isinstance(opt.arg, tuple) and len(opt.arg) == 3:
+            if opt.arg[1] in (AxisType.LOCAL, AxisType.GROUP_REDUCE):
+                raise _fail(opt, "NOLOCALS was applied: no LOCAL or GROUP_REDUCE axes")
+        return _split(sink, opt)
+    if opt.op is OptOps.PADTO:
+        return _padto(sink, opt)
+    if opt.op is OptOps.SWAP:
+        return _swap(sink, opt)
+    if opt.op is OptOps.NOLOCALS:
+        return _nolocals(sink, opt)
+    raise _fail(opt, "unknown OptOp")
+
+
+def apply_opts(sink: UOp, opts: list[Opt] | tuple[Opt, ...]) -> UOp:
+    for o in opts:
+        sink = apply_opt(sink, o)
+    return sink

@@ -1,0 +1,98 @@
+"""A pool of worker threads for CPU kernels with a THREAD axis: one dispatch runs `threads` chunks.
+
+The pool is a small C library (compiled once, cached like kernels): pool_run(entry, bufs, vars, n) runs
+entry(bufs, vars, core) for core in [0, n) on the workers and the calling thread, and returns when all are
+done. ctypes releases the GIL for the call. THREADS=1 (or a 1-core machine) never starts it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+
+from unigrad import config
+
+POOL_SRC = r"""
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+typedef void (*entry_t)(void **bufs, long long *vars, long long core);
+#define MAXT 256
+static pthread_t workers[MAXT];
+static int n_workers = 0;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static entry_t job_fn;
+static void **job_bufs;
+static long long *job_vars;
+static long long job_n;
+static long long generation = 0;
+static atomic_llong next_chunk;
+static atomic_llong done_chunks;
+
+static void run_chunks(void) {
+  long long i;
+  while ((i = atomic_fetch_add(&next_chunk, 1)) < job_n) {
+    job_fn(job_bufs, job_vars, i);
+    atomic_fetch_add(&done_chunks, 1);
+  }
+}
+
+static void *worker(void *arg) {
+  long long seen = 0;
+  (void)arg;
+  for (;;) {
+    pthread_mutex_lock(&mu);
+    while (generation == seen) pthread_cond_wait(&cv, &mu);
+    seen = generation;
+    pthread_mutex_unlock(&mu);
+    run_chunks();
+  }
+  return 0;
+}
+
+int pool_start(int n) {
+  while (n_workers < n && n_workers < MAXT) {
+    if (pthread_create(&workers[n_workers], 0, worker, 0) != 0) break;
+    n_workers++;
+  }
+  return n_workers;
+}
+
+void pool_run(entry_t fn, void **bufs, long long *vars, long long n) {
+  pthread_mutex_lock(&mu);
+  job_fn = fn; job_bufs = bufs; job_vars = vars; job_n = n;
+  atomic_store(&done_chunks, 0);
+  atomic_store(&next_chunk, 0);
+  generation++;
+  pthread_cond_broadcast(&cv);
+  pthread_mutex_unlock(&mu);
+  run_chunks();
+  while (atomic_load(&done_chunks) < n) sched_yield();
+}
+"""
+
+
+def n_threads() -> int:
+    """Threads a kernel may use: THREADS, or one per core the process may run on."""
+    if config.THREADS.value:
+        return max(1, int(config.THREADS.value))
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@functools.cache
+def pool(threads: int) -> ctypes.CDLL:
+    """The pool library with threads-1 workers started (the caller's thread is the last worker)."""
+    from unigrad.runtime.ops_cpu import CCompiler
+
+    lib = ctypes.CDLL(str(CCompiler().compile_to_path(POOL_SRC)))
+    lib.pool_start.argtypes = [ctypes.c_int]
+    lib.pool_start.restype = ctypes.c_int
+    lib.pool_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong]
+    lib.pool_run.restype = None
+    lib.pool_start(threads - 1)
+    return lib
