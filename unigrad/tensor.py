@@ -57,6 +57,8 @@ def _norm_axis(op: str, axis: int, ndim: int) -> int:
 
 
 # torch's in-place cast rule: a result may be written into a tensor of the same or a higher kind (bool < int < float)
+SPLIT_REDUCE_MIN = 1 << 17  # reduced elements per output from which a reduce runs as two kernels
+SPLIT_REDUCE_MAX_OUT = 64  # ... when it has at most this many outputs (more outputs already fill the cores)
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "x": 1}
 _TORCH_NAMES = {"int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte", "float16": "Half"}
 _TORCH_NAMES |= {"bfloat16": "BFloat16", "float32": "Float", "float64": "Double", "bool": "Bool"}
@@ -889,8 +891,30 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
 
     def _reduce(self, op: Ops, axis: int | Sequence[int] | None, keepdim: bool, name: str) -> Tensor:
         axes = self._axes(axis, name)
-        out = self._new(UOp(Ops.REDUCE, (self.uop,), ReduceArg(op, axes))) if axes else self
+        if not axes:
+            out = self
+        else:
+            split = self._split_reduce(op, axes)
+            out = split if split is not None else self._new(UOp(Ops.REDUCE, (self.uop,), ReduceArg(op, axes)))
         return out if keepdim else out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+
+    def _split_reduce(self, op: Ops, axes: tuple[int, ...]) -> Tensor | None:
+        """A long reduce into few outputs runs as two kernels, so every core takes part: (O, R) -> (O, P, R/P)
+        reduced over R/P into a materialized (O, P), then over P. Only trailing axes with static sizes."""
+        shape = self.shape
+        if not all(isinstance(d, int) for d in shape) or axes != tuple(range(len(shape) - len(axes), len(shape))):
+            return None
+        n_out, n_red = math.prod(shape[: len(shape) - len(axes)]), math.prod(shape[len(shape) - len(axes) :])
+        if n_red < SPLIT_REDUCE_MIN or n_out > SPLIT_REDUCE_MAX_OUT:
+            return None
+        parts = next((p for p in (256, 128, 64, 32, 16) if n_red % p == 0 and n_red // p >= 1024), None)
+        if parts is None:
+            return None
+        keep = shape[: len(shape) - len(axes)]
+        x = self.reshape((*keep, parts, n_red // parts))
+        partial = x._new(UOp(Ops.REDUCE, (x.uop,), ReduceArg(op, (len(keep) + 1,)))).contiguous()
+        out = partial._new(UOp(Ops.REDUCE, (partial.uop,), ReduceArg(op, (len(keep),))))
+        return out.reshape((*keep, *([1] * len(axes))))
 
     def sum(
         self, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | str | None = None

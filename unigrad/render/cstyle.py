@@ -140,9 +140,10 @@ class CStyleLanguage:
             if op is Ops.PARAM:
                 if u.arg.name is not None:
                     r[u] = u.arg.name
-                elif u.arg.addrspace is AddrSpace.REG:
+                elif u.arg.addrspace is AddrSpace.REG:  # one scalar per slot: the compiler keeps them in registers
                     r[u] = f"acc{u.arg.slot}"
-                    emit(f"{self.ctype(u.dtype)} acc{u.arg.slot}[{u.shape[0]}];")
+                    names = ", ".join(f"acc{u.arg.slot}_{j}" for j in range(u.shape[0]))
+                    emit(f"{self.ctype(u.dtype)} {names};")
                 else:
                     r[u] = f"data{u.arg.slot}"
             elif op is Ops.CONST:
@@ -152,7 +153,12 @@ class CStyleLanguage:
             elif op is Ops.AFTER:
                 r[u] = r[u.src[0]]
             elif op is Ops.INDEX:
-                r[u] = f"{r[u.src[0]]}[{r[u.src[1]]}]"
+                if _is_reg(u.src[0]):
+                    if u.src[1].op is not Ops.CONST:
+                        raise ValueError(f"{name}: a register accumulator is indexed by a constant, got {u.src[1].op}")
+                    r[u] = f"{r[u.src[0]]}_{u.src[1].arg.value}"
+                else:
+                    r[u] = f"{r[u.src[0]]}[{r[u.src[1]]}]"
             elif op is Ops.RANGE:
                 name_r = f"ridx{u.arg.id}"
                 r[u] = name_r
@@ -198,6 +204,12 @@ class CStyleLanguage:
 
     def store(self, u: UOp, target: str, value: str) -> str:
         return f"{target} = {value};"
+
+
+def _is_reg(u: UOp) -> bool:
+    while u.op is Ops.AFTER:
+        u = u.src[0]
+    return u.op is Ops.PARAM and u.arg.addrspace is AddrSpace.REG
 
 
 def _is_global(u: UOp) -> bool:

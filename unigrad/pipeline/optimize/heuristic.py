@@ -64,6 +64,8 @@ def hand_coded_opts(sink: UOp, threads: int) -> list[Opt]:
             split(r, SPLIT_ACC, AxisType.UNROLL)
     if threads > 1 and outputs and work >= MIN_THREAD_WORK:
         n = sizes[rs.index(outputs[0])]
-        if n % threads == 0 and n >= threads:
-            split(outputs[0], threads, AxisType.THREAD, top=True)
+        # one chunk per core, or the fewest chunks (up to 4 per core) that divide the outermost loop evenly
+        chunks = next((k for k in range(threads, 4 * threads + 1) if n % k == 0), None)
+        if chunks is not None:
+            split(outputs[0], chunks, AxisType.THREAD, top=True)
     return opts
