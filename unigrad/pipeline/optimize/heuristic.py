@@ -5,7 +5,7 @@ In: a kernel SINK from rangeify and the number of threads. Out: the list of Opts
     to pay for a dispatch (elementwise and matmul results stay bit-identical: each output is computed by
     the same code in one thread);
   - matmul-like kernels (a reduce under two or more output axes): register tiling, the two innermost
-    output axes upcast (4 x 16 accumulators) and the reduce loop kept whole;
+    output axes upcast (8 x 16 accumulators) and the reduce loop kept whole;
   - other reductions: split accumulators (the innermost reduce axis unrolled into independent partial sums).
 """
 
@@ -19,8 +19,10 @@ from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize.opts import Opt, OptOps, axes, bound
 
 MIN_THREAD_WORK = 1 << 16  # iterations (outputs x reduce size) below which one thread is faster
-SPLIT_ACC = 8  # independent accumulators of a reduction
-TILE = ((1, 4), (0, 16))  # matmul register tile: (axis from the innermost output axis, amount)
+SPLIT_ACC = 32  # independent accumulators of a reduction
+# matmul register tile: (output axis counted from the innermost, amounts to try, largest first); 8 x 16 measured
+# best of the tiles the scalar accumulators allow (bench/suite.py, matmul 1024 on this 2-core Zen 5)
+TILE = ((1, (8, 4, 2)), (0, (16, 8, 4)))
 
 
 def _output_chain(sink: UOp) -> list[UOp]:
@@ -54,9 +56,11 @@ def hand_coded_opts(sink: UOp, threads: int) -> list[Opt]:
         sizes[i] //= amount
 
     if reduces and len(outputs) >= 2 and work >= MIN_THREAD_WORK:
-        for pos, amount in TILE:  # register tiling: upcast the innermost output axes
+        for pos, amounts in TILE:  # register tiling: upcast the innermost output axes
             r = outputs[-1 - pos]
-            if sizes[rs.index(r)] % amount == 0 and sizes[rs.index(r)] > amount:
+            size = sizes[rs.index(r)]
+            amount = next((a for a in amounts if size % a == 0 and size > a), None)
+            if amount is not None:
                 split(r, amount, AxisType.UPCAST)
     elif reduces:
         r = reduces[-1]
