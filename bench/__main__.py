@@ -14,8 +14,12 @@ import traceback
 import bench
 
 
+ALIASES = {"run"}  # bench/run.py is `python bench/run.py`, the suite under another name: not run twice
+
+
 def available() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_"))
+    mods = pkgutil.iter_modules(bench.__path__)
+    return sorted(m.name for m in mods if not m.name.startswith("_") and m.name not in ALIASES)
 
 
 def main(argv: list[str]) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from unigrad import Tensor
+from unigrad.ir.args import AxisType
 from unigrad.ir.ops import Ops
 from unigrad.ir.symbolic import simplify
 from unigrad.ir.uop import UOp
@@ -23,6 +24,7 @@ from unigrad.pipeline.callify import callify
 from unigrad.pipeline.expand import expand
 from unigrad.pipeline.isel import isel
 from unigrad.pipeline.linearize import linearize
+from unigrad.pipeline.optimize import Opt, OptError, OptOps, apply_opts, axes
 from unigrad.pipeline.rangeify import flatten_index, rangeify, unflatten_index
 from unigrad.runtime import Buffer, Device
 from unigrad.runtime import realize as rt
@@ -108,9 +110,35 @@ r0, r1 = UOp.range(2, 0), UOp.range(3, 1)
 raw = unflatten_index(flatten_index((r0, r1), (2, 3)), (6,))[0]
 print(f"\nindex of a[r0, r1] in its flat buffer: {raw.render()}  ->  simplified: {simplify(raw).render()}")
 
+# ------------------------------------------------------------------------------------------------ 2b
+# Optimize: OptOps rewrite the kernel's RANGEs. The hand-coded heuristics leave a kernel this small alone (a
+# thread dispatch or unrolled copies would cost more than they save), so here we apply opts by hand.
+try:
+    apply_opts(kernel, [Opt(OptOps.SPLIT, 1, (3, AxisType.UPCAST, False))])
+except OptError as e:
+    refused = str(e)
+opts = (Opt(OptOps.SPLIT, 1, (3, AxisType.UNROLL, False)), Opt(OptOps.SPLIT, 0, (2, AxisType.THREAD, True)))
+optimized = apply_opts(kernel, opts)
+stage(
+    "2b. Optimize: OptOps on the kernel's axes",
+    f"""
+Axes are the kernel's RANGEs by id: axis 0 is r0 (the 2 rows, LOOP), axis 1 is r1 (the 3 columns, REDUCE).
+Each opt is checked; an UPCAST of a reduce axis is refused:
+  {refused}
+We split the reduce into UNROLL 3 (three independent accumulators, unrolled) and the rows into a THREAD axis of
+2 (one chunk per core, run by the worker pool). The opts are recorded in the kernel's KernelInfo, so a kernel
+replays them; the new sub-axis is the last axis. Below: the axes, the KernelInfo, and the rendered C.
+""",
+)
+print(" ".join(f"r{r.arg.id}:{r.arg.axis_type.name}({r.src[0].render()})" for r in axes(optimized)))
+print(optimized.arg)
+opt_src, _ = Device["CPU"].renderer.render(
+    "optimized", linearize(isel(expand(optimized), Device["CPU"].renderer.decompose))
+)
+print(opt_src[opt_src.index("void optimized(") :])
+
 # ------------------------------------------------------------------------------------------------ 3
-# Expand: a REDUCE becomes a register accumulator. (With the optimizer, UPCAST/UNROLL ranges become
-# vector shapes here too.)
+# Expand: a REDUCE becomes a register accumulator (and UPCAST/UNROLL ranges become copies of the body).
 expanded = expand(kernel)
 
 stage(

@@ -19,4 +19,6 @@ def optimize(sink: UOp, threads: int) -> UOp:
         return apply_opts(sink.replace(arg=KernelInfo(info.name)), info.opts)
     if config.NOOPT.value:
         return sink
+    if config.BEAM.value:
+        raise NotImplementedError("BEAM search is not implemented yet: unset BEAM to use the hand-coded opts")
     return apply_opts(sink, hand_coded_opts(sink, threads))

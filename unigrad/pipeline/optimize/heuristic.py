@@ -23,6 +23,7 @@ SPLIT_ACC = 32  # independent accumulators of a reduction
 # matmul register tile: (output axis counted from the innermost, amounts to try, largest first); 8 x 16 measured
 # best of the tiles the scalar accumulators allow (bench/suite.py, matmul 1024 on this 2-core Zen 5)
 TILE = ((1, (8, 4, 2)), (0, (16, 8, 4)))
+MAX_TILE_BODY = 4096  # UOps of the reduce body times its upcast copies: bigger tiles only slow the C compiler
 
 
 def _output_chain(sink: UOp) -> list[UOp]:
@@ -56,12 +57,15 @@ def hand_coded_opts(sink: UOp, threads: int) -> list[Opt]:
         sizes[i] //= amount
 
     if reduces and len(outputs) >= 2 and work >= MIN_THREAD_WORK:
+        body = max(len(u.src[0].toposort()) for u in sink.toposort() if u.op is Ops.REDUCE)
+        copies = 1
         for pos, amounts in TILE:  # register tiling: upcast the innermost output axes
             r = outputs[-1 - pos]
             size = sizes[rs.index(r)]
-            amount = next((a for a in amounts if size % a == 0 and size > a), None)
-            if amount is not None:
+            fits = (a for a in amounts if size % a == 0 and size > a and body * copies * a <= MAX_TILE_BODY)
+            if (amount := next(fits, None)) is not None:
                 split(r, amount, AxisType.UPCAST)
+                copies *= amount
     elif reduces:
         r = reduces[-1]
         if sizes[rs.index(r)] % SPLIT_ACC == 0 and sizes[rs.index(r)] >= 4 * SPLIT_ACC:

@@ -5,7 +5,8 @@ Out: the same computation over new ranges; KernelInfo.opts records every opt app
 prints and replays its opts (DEBUG=3) and they are part of its cache key (the SINK itself).
 
 Axes are the kernel's RANGEs sorted by id; a SPLIT keeps the id on the part that keeps the axis type and
-appends the new part (the `target` type) as the last axis. An illegal request raises OptError naming the
+appends the new part (the `target` type) as the last axis. A part of size 1 is no loop and no axis (axes after
+it shift down by one). An illegal request raises OptError naming the
 opt, the axis and what was expected.
 """
 
@@ -164,7 +165,11 @@ def _split(sink: UOp, opt: Opt) -> UOp:
         a = UOp.range(n // k, r.arg.id, kind)
         b = UOp.range(k, new_id, target)
         expr = a * k + b
-    return _with_opt(replace_ranges(sink, {r: expr}, {r: (a, b)}), opt)
+    # a part of size 1 is no loop: its value is 0 (the kernel keeps no RANGE of bound 1 from a split)
+    zero = UOp.index_const(0)
+    expr = expr.substitute({x: zero for x in (a, b) if bound(x) == 1})
+    loops = tuple(x for x in (a, b) if bound(x) != 1)
+    return _with_opt(replace_ranges(sink, {r: expr}, {r: loops}), opt)
 
 
 def _padto(sink: UOp, opt: Opt) -> UOp:
