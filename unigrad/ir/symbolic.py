@@ -284,7 +284,7 @@ pm_symbolic = PatternMatcher(
         (UPat(GroupOp.Commutative, src=(UPat(Ops.CONST), UPat()), name="u"), swap_const_left),
         # identities
         # (constants are on the right from here on: swap_const_left runs first, so patterns are ordered)
-        (UPat(Ops.ADD, src=(xi, UPat.const(0))), lambda x: x),  # x+0 -> x
+        # (int x+0 -> x is fold_sum's: a sum drops a zero constant)
         (UPat(Ops.MUL, src=(x_, UPat.const(1))), lambda x: x),  # x*1 -> x
         (UPat(Ops.MUL, src=(xi, UPat.const(0))), lambda x: UOp.const(x.dtype, 0)),  # x*0 -> 0 (ints: nan*0 is nan)
         (xi // 1, lambda x: x),  # x//1 -> x
