@@ -73,6 +73,21 @@ def _tree(op: Ops, xs: list[UOp]) -> UOp:
     return xs[0]
 
 
+def end_chain(e: UOp) -> tuple[UOp, list[UOp]]:
+    """END(...END(body, r_inner)..., r_outer) as (body, [r_outer, ..., r_inner])."""
+    ranges: list[UOp] = []
+    while e.op is Ops.END:
+        ranges.append(e.src[1])
+        e = e.src[0]
+    return e, ranges
+
+
+def chain_tops(topo: list[UOp]) -> list[UOp]:
+    """The ENDs that close a chain: those no other END has as its body."""
+    inside = {x.src[0] for x in topo if x.op is Ops.END}
+    return [x for x in topo if x.op is Ops.END and x not in inside]
+
+
 # ---------------------------------------------------------------- UNROLL: split accumulators
 
 
@@ -99,17 +114,13 @@ def unroll_reduces(sink: UOp) -> UOp:
 def upcast_ends(sink: UOp) -> UOp:
     """END chains with UPCAST ranges: those ranges moved innermost, then expanded into a GROUP of copies."""
     topo = sink.toposort()
-    inside = {x.src[0] for x in topo if x.op is Ops.END and x.src[0].op is Ops.END}  # ENDs below another END
+    tops = set(chain_tops(topo))
     memo: dict[UOp, UOp] = {}
     for u in topo:
-        if u in inside:
+        if u.op is Ops.END and u not in tops:
             continue  # rebuilt with the chain it belongs to, from the chain's top END
         if u.op is Ops.END:
-            order: list[UOp] = []
-            body = u
-            while body.op is Ops.END:
-                order.append(body.src[1])
-                body = body.src[0]
+            body, order = end_chain(u)
             body = memo[body]
             up = [r for r in order if r.arg.axis_type is AxisType.UPCAST]
             if up:

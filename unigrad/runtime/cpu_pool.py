@@ -75,9 +75,15 @@ void pool_run(entry_t fn, void **bufs, long long *vars, long long n) {
 
 
 def n_threads() -> int:
-    """Threads a kernel may use: THREADS, or one per core the process may run on."""
+    """Threads a kernel may use: THREADS, or one per core the process may run on (asked on every kernel
+    lookup, so the core count is read from the OS once)."""
     if config.THREADS.value:
         return max(1, int(config.THREADS.value))
+    return _cores()
+
+
+@functools.cache
+def _cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux

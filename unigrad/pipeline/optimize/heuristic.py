@@ -16,6 +16,7 @@ import math
 from unigrad.ir.args import AxisType
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
+from unigrad.pipeline.expand import chain_tops, end_chain
 from unigrad.pipeline.optimize.opts import Opt, OptOps, axes, bound
 
 MIN_THREAD_WORK = 1 << 16  # iterations (outputs x reduce size) below which one thread is faster
@@ -28,17 +29,8 @@ MAX_TILE_BODY = 4096  # UOps of the reduce body times its upcast copies: bigger 
 
 def _output_chain(sink: UOp) -> list[UOp]:
     """Output ranges of the kernel's (first) store, outermost first."""
-    topo = sink.toposort()
-    inside = {x.src[0] for x in topo if x.op is Ops.END}  # ENDs below another END
-    for u in topo:
-        if u.op is Ops.END and u not in inside:
-            chain = []
-            e = u
-            while e.op is Ops.END:
-                chain.append(e.src[1])
-                e = e.src[0]
-            return chain  # outermost first: the top END closes the outermost loop
-    return []
+    tops = chain_tops(sink.toposort())
+    return end_chain(tops[0])[1] if tops else []
 
 
 def hand_coded_opts(sink: UOp, threads: int) -> list[Opt]:

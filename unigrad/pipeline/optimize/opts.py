@@ -21,6 +21,7 @@ from unigrad.ir.args import AxisType, KernelInfo
 from unigrad.ir.ops import Ops
 from unigrad.ir.symbolic import simplify
 from unigrad.ir.uop import UOp
+from unigrad.pipeline.expand import chain_tops, end_chain, identity_element
 
 
 class OptOps(Enum):
@@ -84,16 +85,6 @@ def _axis(sink: UOp, opt: Opt) -> tuple[list[UOp], UOp]:
     return rs, rs[opt.axis]
 
 
-def _end_chains(sink: UOp) -> dict[UOp, list[UOp]]:
-    """For each END in the kernel, the ranges of the chain it tops, innermost first."""
-    out: dict[UOp, list[UOp]] = {}
-    for u in sink.toposort():
-        if u.op is Ops.END:
-            inner = u.src[0]
-            out[u] = (out[inner] if inner.op is Ops.END else []) + [u.src[1]]
-    return out
-
-
 def replace_ranges(sink: UOp, value: dict[UOp, UOp], loops: dict[UOp, tuple[UOp, ...]]) -> UOp:
     """Rebuild the kernel with each RANGE r in `loops` replaced: as a value by value[r], as a loop (in an END
     chain or a REDUCE's ranges) by loops[r], outermost first. Index math is simplified afterwards."""
@@ -147,7 +138,8 @@ def _split(sink: UOp, opt: Opt) -> UOp:
             raise _fail(opt, "a THREAD axis splits off the top (outer part): top must be True")
         if any(x.arg.axis_type is AxisType.THREAD for x in rs):
             raise _fail(opt, "the kernel already has a THREAD axis")
-        if any(chain[-1] is not r for chain in _end_chains(sink).values() if r in chain):
+        chains = [end_chain(t)[1] for t in chain_tops(sink.toposort())]
+        if any(ch[0] is not r for ch in chains if r in ch):
             raise _fail(opt, f"axis {opt.axis} is not an outermost loop: only those split into THREADs")
     if target in (AxisType.UPCAST, AxisType.UNROLL):
         if top:
@@ -200,14 +192,10 @@ def _padto(sink: UOp, opt: Opt) -> UOp:
             elif u.op is Ops.STORE and len(nu.src) == 2 and not reduce_axis:
                 nu = nu.replace(src=(*nu.src, valid))  # a padded lane writes nothing
             elif u.op is Ops.REDUCE and r in u.src[1:]:
-                ident = UOp.const(u.dtype, _identity(u.arg.op, u.dtype))
+                ident = UOp.const(u.dtype, identity_element(u.arg.op, u.dtype))
                 nu = nu.replace(src=(valid.where(nu.src[0], ident), *nu.src[1:]))
         memo[u] = nu
     return _with_opt(simplify(memo[sink]), opt)
-
-
-def _identity(op: Ops, dtype: Any) -> Any:
-    return 0 if op is Ops.ADD else 1 if op is Ops.MUL else dtype.min
 
 
 def _swap(sink: UOp, opt: Opt) -> UOp:
@@ -219,15 +207,15 @@ def _swap(sink: UOp, opt: Opt) -> UOp:
     if (a.arg.axis_type in REDUCE_TYPES) != (b.arg.axis_type in REDUCE_TYPES):
         raise _fail(opt, "a reduce axis only swaps with another reduce axis")
     pair = {a: b, b: a}
+    topo = sink.toposort()
+    tops = set(chain_tops(topo))
     memo: dict[UOp, UOp] = {}
-    for u in sink.toposort():
-        if u.op is Ops.END:  # rebuild the chain below this END with a and b exchanged when both are in it
-            body = u
-            order: list[UOp] = []
-            while body.op is Ops.END:
-                order.append(body.src[1])
-                body = body.src[0]
-            out = memo.get(body, body)
+    for u in topo:
+        if u.op is Ops.END and u not in tops:
+            continue  # rebuilt with its chain, from the chain's top END
+        if u.op is Ops.END:  # the chain with a and b exchanged when both are in it
+            body, order = end_chain(u)
+            out = memo[body]
             for r in reversed(order):  # order is outermost first: wrap the innermost first
                 out = UOp(Ops.END, (out, pair.get(r, r) if a in order and b in order else r))
             memo[u] = out
@@ -235,7 +223,7 @@ def _swap(sink: UOp, opt: Opt) -> UOp:
         if u.op is Ops.REDUCE and a in u.src[1:] and b in u.src[1:]:
             memo[u] = UOp(Ops.REDUCE, (memo[u.src[0]], *(pair.get(r, r) for r in u.src[1:])), u.arg, u.tag)
             continue
-        new_src = tuple(memo.get(s, s) for s in u.src)
+        new_src = tuple(memo[s] for s in u.src)
         memo[u] = u if new_src == u.src else u.replace(src=new_src)
     return _with_opt(memo[sink], opt)
 
