@@ -3,6 +3,7 @@
 from unigrad.config import Context
 from unigrad.dtype import dtypes
 from unigrad.ir.uop import UOp
+from unigrad.jit import TinyJit
 from unigrad.runtime import Device
 from unigrad.tensor import Tensor, no_grad
 
@@ -12,4 +13,4 @@ def Variable(name: str, vmin: int, vmax: int) -> UOp:
     return UOp.variable(name, vmin, vmax)
 
 
-__all__ = ["Tensor", "dtypes", "Device", "Variable", "Context", "UOp", "no_grad"]
+__all__ = ["Tensor", "dtypes", "Device", "Variable", "Context", "UOp", "no_grad", "TinyJit"]

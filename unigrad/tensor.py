@@ -30,6 +30,7 @@ from unigrad.ir.props import broadcast_shapes
 from unigrad.ir.spec import verify_tensor_op
 from unigrad.ir.uop import UOp
 from unigrad.runtime import Device
+from unigrad.runtime import jit as rt_jit
 from unigrad.runtime import realize as rt
 
 Shape = tuple[int, ...]
@@ -325,6 +326,11 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         return self
 
     def numpy(self) -> np.ndarray:
+        if (fn := rt_jit.inside_jit()) is not None:
+            raise rt_jit.JitError(
+                f"TinyJit({fn}): reading a tensor's values (.numpy(), .item(), .tolist()) inside a jitted function "
+                "would give the captured value on every replay; return the tensor and read it after the call"
+            )
         if self.dtype.fmt is None and self.dtype is not dtypes.bfloat16:
             raise TypeError(f"numpy: no numpy dtype for {self.dtype}")
         t = self.contiguous_view()

@@ -16,6 +16,8 @@ import numpy as np
 
 from unigrad.dtype import DType, dtypes, to_dtype
 from unigrad.ir.ops import Ops
+from unigrad.runtime import jit
+from unigrad.runtime import realize as rt
 
 if TYPE_CHECKING:
     from unigrad.tensor import Tensor
@@ -29,6 +31,13 @@ class _RNGState:
 
 _rng = _RNGState()
 _MANTISSA_BITS = {dtypes.float64: 53, dtypes.float32: 24, dtypes.float16: 11, dtypes.bfloat16: 8}
+
+
+def next_state(n: int) -> np.ndarray:
+    """[offset, seed] of the generator's next draw of n values; advances the offset by n."""
+    offset = _rng.counter
+    _rng.counter += n
+    return np.array([offset, _rng.seed], dtype=np.uint64)
 
 
 def _shape(shape: tuple[Any, ...]) -> tuple[int, ...]:
@@ -60,10 +69,11 @@ class RandomMixin:
         """n uint64 words: THREEFRY(offset + i, seed) for i < n."""
         from unigrad.tensor import Tensor
 
-        offset = _rng.counter
-        _rng.counter += n
-        # the offset and the seed are data (tiny buffers), not constants: every draw of a shape reuses one kernel
-        state = Tensor(np.array([offset, _rng.seed], dtype=np.uint64), device=device)
+        # the offset and the seed are data (tiny buffers), not constants: every draw of a shape reuses one kernel,
+        # and a TinyJit replay writes the next offset into the same buffer (the counter is an input)
+        state = Tensor(next_state(n), device=device)
+        if jit.capturing() is not None:
+            jit.note_rng(rt.buffer_of(state.uop), n)
         counters = Tensor.arange(n, dtype=dtypes.uint64, device=device) + state[0]
         return counters._alu(Ops.THREEFRY, state[1].expand(n) if n else counters)
 

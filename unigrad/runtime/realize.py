@@ -34,7 +34,7 @@ from unigrad.pipeline.isel import isel
 from unigrad.pipeline.linearize import linearize
 from unigrad.pipeline.optimize import optimize
 from unigrad.pipeline.rangeify import rangeify
-from unigrad.runtime import Buffer, Device
+from unigrad.runtime import Buffer, Device, jit
 
 _buffer_ids = itertools.count()
 buffers: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
@@ -58,7 +58,9 @@ stats = Stats()
 def new_buffer(size: int, dtype: DType, device: str) -> UOp:
     """A fresh BUFFER UOp (unique slot); its device memory is allocated when first used."""
     u = UOp(Ops.BUFFER, (UOp.shape_src((size,)),), BufferArg(next(_buffer_ids), dtype, device, AddrSpace.GLOBAL))
-    buffers[u] = Buffer(device, size, dtype)
+    buffers[u] = buf = Buffer(device, size, dtype)
+    if jit.capturing() is not None:
+        jit.note_buffer(buf)
     return u
 
 
@@ -193,6 +195,8 @@ def run_call(call: UOp, var_vals: dict[str, int]) -> None:
     bufs = [buffer_of(b) for b in call.src[1:]]
     if ast.op is Ops.LOAD:  # copy between devices, through the host
         bufs[0].ensure_allocated().copyin(bufs[1].numpy())
+        if jit.capturing() is not None:
+            jit.note_step("copy", None, bufs, var_vals)
         return
     ck = get_kernel(bufs[0].device, ast)
     for b in bufs:
@@ -201,6 +205,8 @@ def run_call(call: UOp, var_vals: dict[str, int]) -> None:
     ck.program(bufs, var_vals)
     stats.kernels += 1
     stats.last_kernels.append(ast)
+    if jit.capturing() is not None:
+        jit.note_step(ck.name, ck.program, bufs, var_vals)
     if config.DEBUG >= 2:
         dt = time.perf_counter() - t0
         print(f"  {ck.name:<30} {dt * 1e6:9.1f} us  {ck.flops / dt / 1e9:8.2f} GFLOP/s  {ck.mem / dt / 1e9:8.2f} GB/s")

@@ -1,0 +1,235 @@
+"""TinyJit: replays equal the plain function (numpy reference, bit-identical training), misuse errors, the
+random generator as an input, intermediate memory planned once, no scheduling or compiling in a replay."""
+
+import numpy as np
+import pytest
+
+from unigrad import Tensor, TinyJit, nn
+from unigrad.jit import JitError
+from unigrad.nn import optim
+from unigrad.runtime import realize as rt
+
+RNG = np.random.default_rng(0)
+
+
+def rand(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 8), (17, 5)])
+def test_replay_matches_numpy(shape):
+    w = rand(shape[1], 4)
+    wt = Tensor(w)
+
+    @TinyJit
+    def f(x: Tensor, y: Tensor) -> Tensor:
+        return ((x @ wt).relu() + y).sum(1) * 2
+
+    for i in range(5):
+        x, y = rand(*shape), rand(shape[0], 4)
+        out = f(Tensor(x), Tensor(y))
+        np.testing.assert_allclose(out.numpy(), ((np.maximum(x @ w, 0) + y).sum(1)) * 2, rtol=1e-5, atol=1e-5)
+        assert (f.plan is not None) == (i >= 1)
+
+
+def test_replay_builds_no_graph(monkeypatch):
+    @TinyJit
+    def f(x: Tensor) -> Tensor:
+        return (x * 3).exp().sum()
+
+    for _ in range(2):
+        f(Tensor(rand(10)))
+
+    def boom(*a, **k):
+        raise AssertionError("a replay scheduled a graph")
+
+    x = Tensor(rand(10)).realize()
+    with monkeypatch.context() as m:
+        m.setattr(rt, "_kernelize", boom)
+        m.setattr(rt, "get_kernel", boom)
+        out = f(x)
+    np.testing.assert_allclose(out.numpy(), np.exp(x.numpy() * 3).sum(), rtol=1e-5)
+
+
+def test_outputs_structure_and_input_returned():
+    @TinyJit
+    def f(x: Tensor, d: dict) -> dict:
+        return {"a": x + d["y"], "b": [x * 2, x]}
+
+    for _ in range(4):
+        x, y = rand(5), rand(5)
+        out = f(Tensor(x), {"y": Tensor(y)})
+        np.testing.assert_allclose(out["a"].numpy(), x + y, rtol=1e-6)
+        np.testing.assert_allclose(out["b"][0].numpy(), x * 2, rtol=1e-6)
+        np.testing.assert_allclose(out["b"][1].numpy(), x)  # the input itself, this call's
+
+
+def test_non_contiguous_input():
+    @TinyJit
+    def f(x: Tensor) -> Tensor:
+        return x + 1
+
+    for _ in range(4):
+        x = rand(4, 6)
+        np.testing.assert_allclose(f(Tensor(x).T).numpy(), x.T + 1)
+        y = rand(8, 5)
+        np.testing.assert_allclose(f(Tensor(y)[1:7, :4]).numpy(), y[1:7, :4] + 1)
+
+
+def test_method_decorator():
+    class Model:
+        def __init__(self) -> None:
+            self.w = Tensor(rand(3))
+
+        @TinyJit
+        def __call__(self, x: Tensor) -> Tensor:
+            return x * self.w
+
+    m = Model()
+    for _ in range(4):
+        x = rand(3)
+        np.testing.assert_allclose(m(Tensor(x)).numpy(), x * m.w.numpy())
+
+
+def _mlp():
+    Tensor.manual_seed(0)
+    l1, l2 = nn.Linear(6, 16), nn.Linear(16, 3)
+    return l1, l2, optim.Adam([l1.weight, l1.bias, l2.weight, l2.bias], lr=1e-2)
+
+
+def _step(l1, l2, opt, dropout: float):
+    def step(x: Tensor, y: Tensor) -> Tensor:
+        opt.zero_grad()
+        loss = l2(l1(x).relu().dropout(dropout)).sparse_categorical_crossentropy(y)
+        loss.backward()
+        Tensor.realize(loss, *opt.schedule_step())
+        return loss
+
+    return step
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.5])
+def test_training_step_bit_identical(dropout):
+    """The same steps with and without the JIT: the same losses and weights, dropout masks included (the
+    generator's counter advances on every replay as it does on every eager call)."""
+    a, b = _mlp(), _mlp()
+    plain, jitted = _step(*a, dropout), TinyJit(_step(*b, dropout))
+    data = [(rand(8, 6), RNG.integers(0, 3, 8)) for _ in range(6)]
+    Tensor.training = True
+    try:
+        Tensor.manual_seed(1)
+        la = [plain(Tensor(x), Tensor(y)).item() for x, y in data]
+        Tensor.manual_seed(1)
+        lb = [jitted(Tensor(x), Tensor(y)).item() for x, y in data]
+    finally:
+        Tensor.training = False
+    assert la == lb
+    np.testing.assert_array_equal(a[0].weight.numpy(), b[0].weight.numpy())
+    assert jitted.plan is not None and jitted.plan.intermediate_bytes <= jitted.plan.captured_bytes
+
+
+def test_random_changes_every_replay():
+    @TinyJit
+    def f(x: Tensor) -> Tensor:
+        return x + Tensor.rand(16)
+
+    x = Tensor.zeros(16).realize()
+    outs = [f(x).numpy().copy() for _ in range(5)]
+    for i in range(len(outs)):
+        for j in range(i):
+            assert not np.array_equal(outs[i], outs[j])
+    assert all(((o >= 0) & (o < 1)).all() for o in outs)
+
+
+def test_intermediates_share_memory():
+    @TinyJit
+    def f(x: Tensor) -> Tensor:
+        for _ in range(6):
+            x = (x * 1.5 + 1).contiguous()
+        return x
+
+    for _ in range(3):
+        x = rand(1000)
+        ref = x.copy()
+        for _ in range(6):
+            ref = ref * np.float32(1.5) + 1
+        np.testing.assert_allclose(f(Tensor(x)).numpy(), ref, rtol=1e-5)
+    plan = f.plan
+    assert plan is not None and plan.n_kernels == 6
+    assert plan.captured_bytes == 5 * 4000  # five temporaries (the sixth buffer is the output)
+    assert plan.intermediate_bytes == 2 * 4000  # ping-pong between two buffers
+
+
+def test_python_device():
+    @TinyJit
+    def f(x: Tensor) -> Tensor:
+        return (x * x).sum(0)
+
+    for _ in range(4):
+        x = rand(3, 2)
+        np.testing.assert_allclose(f(Tensor(x, device="PYTHON")).numpy(), (x * x).sum(0), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- misuse
+
+
+def _captured(fn):
+    jit = TinyJit(fn)
+    for _ in range(2):
+        jit(Tensor(rand(4)))
+    return jit
+
+
+def test_error_changed_shape_dtype_device():
+    jit = _captured(lambda x: x * 2)
+    with pytest.raises(JitError, match=r"input tensor 0 has shape \(5,\).*captured for \(4,\)"):
+        jit(Tensor(rand(5)))
+    with pytest.raises(JitError, match="input tensor 0 has dtype dtypes.int64"):
+        jit(Tensor(np.arange(4)))
+    with pytest.raises(JitError, match="input tensor 0 has device PYTHON"):
+        jit(Tensor(rand(4), device="PYTHON"))
+    with pytest.raises(JitError, match="captured with 1 input tensors, called with 2"):
+        jit(Tensor(rand(4)), Tensor(rand(4)))
+    jit.reset()  # after a reset, a new shape captures again
+    for _ in range(3):
+        x = rand(5)
+        np.testing.assert_allclose(jit(Tensor(x)).numpy(), x * 2)
+
+
+def test_error_changed_python_argument():
+    jit = TinyJit(lambda x, k: x * k)
+    for _ in range(3):
+        jit(Tensor(rand(4)), 2.0)
+    with pytest.raises(JitError, match="non-Tensor arguments changed"):
+        jit(Tensor(rand(4)), 3.0)
+
+
+def test_error_same_buffer_twice():
+    jit = TinyJit(lambda a, b: a + b)
+    x = Tensor(rand(4))
+    with pytest.raises(JitError, match="inputs 0 and 1 are the same buffer"):
+        jit(x, x)
+
+
+def test_error_non_tensor_output():
+    jit = TinyJit(lambda x: (x * 2, 3))
+    with pytest.raises(JitError, match="returned a int"):
+        jit(Tensor(rand(4)))
+
+
+def test_error_read_inside():
+    def f(x: Tensor) -> Tensor:
+        y = x * 2
+        if y.sum().item() > 0:
+            return y
+        return -y
+
+    with pytest.raises(JitError, match=r"reading a tensor's values \(.numpy\(\), .item\(\)"):
+        TinyJit(f)(Tensor(rand(4)))
+
+
+def test_error_no_kernels():
+    jit = TinyJit(lambda x: x)
+    jit(Tensor(rand(4)))
+    with pytest.raises(JitError, match="ran no kernels"):
+        jit(Tensor(rand(4)))

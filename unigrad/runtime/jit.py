@@ -1,0 +1,179 @@
+"""JIT capture and replay: the kernels a step runs, recorded once and run again on new input buffers.
+
+In: while a `Capture` is active, realize.run_call reports every kernel it runs (program + Buffers + the
+Variable values it got), new_buffer reports every Buffer it creates, and the random-number generator reports
+the buffers that hold its counter. Out: a `JitPlan`, the steps in order with their programs and buffers:
+- the caller's input buffers are slots, filled with the new inputs' buffers at each replay;
+- intermediates (buffers created during the capture that a kernel writes before any reads them and that are
+  not an output) share memory across non-overlapping lifetimes: planned once, reused by every replay;
+- every other buffer (weights, optimizer state, constants copied in, outputs) is used as it is;
+- each generator counter buffer gets the next counter values before a replay, so random draws change.
+Replaying runs only the programs: no graph building, scheduling or compiling.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from unigrad.runtime import Buffer
+
+
+class JitError(RuntimeError):
+    """A jitted function used in a way its replays could not honour."""
+
+
+@dataclass
+class CapturedStep:
+    """One kernel run (program is the compiled kernel) or one copy between devices (program is None).
+    bufs[0] is the buffer written; the rest are read."""
+
+    name: str
+    program: Callable[[list[Any], dict[str, int]], None] | None
+    bufs: list[Buffer]
+
+
+@dataclass
+class Capture:
+    """What a capture saw: the steps in order, the buffers created meanwhile, the generator's counters."""
+
+    steps: list[CapturedStep] = field(default_factory=list)
+    created: dict[int, Buffer] = field(default_factory=dict)
+    rng: list[tuple[Buffer, int]] = field(default_factory=list)  # (counter buffer, values drawn from it)
+    var_vals: dict[str, int] = field(default_factory=dict)
+
+
+_active: Capture | None = None
+_inside: list[str] = []  # names of the jitted functions running now (first call and capture)
+
+
+def capturing() -> Capture | None:
+    return _active
+
+
+def inside_jit() -> str | None:
+    """The name of the jitted function running now (on its first call or its capture), else None."""
+    return _inside[-1] if _inside else None
+
+
+@contextlib.contextmanager
+def running(name: str) -> Iterator[None]:
+    _inside.append(name)
+    try:
+        yield
+    finally:
+        _inside.pop()
+
+
+@contextlib.contextmanager
+def capture() -> Iterator[Capture]:
+    global _active
+    if _active is not None:
+        raise JitError("TinyJit: a jitted function was called while another one is being captured (nesting)")
+    _active = cap = Capture()
+    try:
+        yield cap
+    finally:
+        _active = None
+
+
+def note_step(name: str, program: Any, bufs: list[Buffer], var_vals: dict[str, int]) -> None:
+    cap = _active
+    if cap is not None:
+        cap.steps.append(CapturedStep(name, program, list(bufs)))
+        cap.var_vals.update(var_vals)
+
+
+def note_buffer(buf: Buffer) -> None:
+    if _active is not None:
+        _active.created[id(buf)] = buf
+
+
+def note_rng(buf: Buffer, n: int) -> None:
+    if _active is not None:
+        _active.rng.append((buf, n))
+
+
+@dataclass
+class JitPlan:
+    """Replayable steps: `args[i]` of a step is a fixed Buffer or None (slot `slots[i]` of the inputs)."""
+
+    steps: list[tuple[Callable[..., None] | None, list[Buffer | None], list[tuple[int, int]]]]
+    var_vals: dict[str, int]
+    rng: list[tuple[Buffer, int]]
+    n_kernels: int
+    intermediate_bytes: int  # memory of the planned intermediates (after reuse)
+    captured_bytes: int  # what they took during the capture (no reuse)
+
+    def run(self, inputs: list[Buffer], var_vals: dict[str, int]) -> None:
+        vals = self.var_vals if not var_vals else {**self.var_vals, **var_vals}
+        for prog, bufs, holes in self.steps:
+            if holes:
+                bufs = list(bufs)
+                for pos, slot in holes:
+                    bufs[pos] = inputs[slot]
+            if prog is None:  # a copy between devices, through the host
+                bufs[0].copyin(bufs[1].numpy())  # type: ignore[union-attr]
+            else:
+                prog(bufs, vals)
+
+
+def plan(cap: Capture, inputs: list[Buffer], outputs: set[int]) -> JitPlan:
+    """The replay plan of a capture. `inputs` are the caller's buffers (slots by position); `outputs` the ids
+    of buffers the function returns (kept as they are: replays write the same buffers)."""
+    slot_of = {id(b): i for i, b in enumerate(inputs)}
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    written_first: set[int] = set()
+    for i, st in enumerate(cap.steps):
+        for pos, b in enumerate(st.bufs):
+            k = id(b)
+            if k not in first:
+                first[k] = i
+                if pos == 0:
+                    written_first.add(k)
+            last[k] = i
+    temps = [k for k in first if k in cap.created and k in written_first and k not in outputs and k not in slot_of]
+    # greedy reuse in order of first use: a temp takes the smallest free buffer (same device and dtype) that
+    # fits, else a new one; a buffer is free again after the step that last uses its current temp
+    replacement: dict[int, Buffer] = {}
+    free: list[Buffer] = []
+    busy: list[tuple[int, Buffer]] = []  # (last step, buffer)
+    pool: list[Buffer] = []
+    for k in sorted(temps, key=lambda k: first[k]):
+        start = first[k]
+        for end, b in [x for x in busy if x[0] < start]:
+            busy.remove((end, b))
+            free.append(b)
+        need = cap.created[k]
+        fits = [b for b in free if b.device == need.device and b.dtype == need.dtype and b.size >= need.size]
+        if fits:
+            b = min(fits, key=lambda b: b.size)
+            free.remove(b)
+        else:
+            b = Buffer(need.device, need.size, need.dtype)
+            pool.append(b)
+        replacement[k] = b
+        busy.append((last[k], b))
+    steps = []
+    for st in cap.steps:
+        bufs: list[Buffer | None] = []
+        holes: list[tuple[int, int]] = []
+        for pos, b in enumerate(st.bufs):
+            k = id(b)
+            if k in slot_of:
+                holes.append((pos, slot_of[k]))
+                bufs.append(None)
+            else:
+                bufs.append(replacement.get(k, b).ensure_allocated())
+        steps.append((st.program, bufs, holes))
+    return JitPlan(
+        steps,
+        dict(cap.var_vals),
+        list(cap.rng),
+        sum(1 for st in cap.steps if st.program is not None),
+        sum(b.nbytes for b in pool),
+        sum(cap.created[k].nbytes for k in temps),
+    )
