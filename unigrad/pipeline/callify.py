@@ -30,8 +30,7 @@ def callify(sink: UOp) -> UOp:
             mapping[u] = UOp(Ops.PARAM, (buf.src[0],), pa)
             args.append(u)
         elif u.op is Ops.PARAM and u.arg.name is not None and len(u.src) == 4:
-            mapping[u] = u.replace(
-                src=u.src[:3]
-            )  # bound Variable: the body sees it unbound; the runtime passes its value
+            mapping[u] = u.replace(src=u.src[:3])  # bound Variable: the body sees it unbound, the runtime its value
+            bound.append(u)
     body = sink.substitute(mapping) if mapping else sink
     return UOp(Ops.FUNCTION, (UOp(Ops.TUPLE, body.src), *args, *sorted(bound, key=lambda v: v.arg.name)))

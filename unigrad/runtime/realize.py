@@ -35,13 +35,14 @@ from unigrad.pipeline.linearize import linearize
 from unigrad.pipeline.optimize import optimize
 from unigrad.pipeline.rangeify import rangeify
 from unigrad.runtime import Buffer, Device, jit
+from unigrad.runtime.beam import Lowered, beam_optimize
 
 _buffer_ids = itertools.count()
 buffers: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
 _executed: weakref.WeakSet[UOp] = weakref.WeakSet()
 SCHEDULE_CACHE_SIZE = 1024
 _schedule_cache: dict[tuple[UOp, str], UOp] = {}
-_program_cache: dict[tuple[str, UOp, int, int], CompiledKernel] = {}
+_program_cache: dict[tuple[str, UOp, int, int, int], CompiledKernel] = {}
 
 
 @dataclass
@@ -118,9 +119,13 @@ def _kernelize(uops: list[UOp], device: str) -> tuple[list[UOp], dict[str, int]]
     cs = _schedule(body, args, device)
     mapping = {p: args[p.arg.slot] for p in cs.inputs}
     for p in cs.fresh:
-        mapping[p] = new_buffer(p.shape[0], p.arg.dtype, p.arg.device)
+        size = p.shape[0]  # a symbolic size (Variables) gets room for its largest value
+        mapping[p] = new_buffer(size if isinstance(size, int) else int(size.vmax), p.arg.dtype, p.arg.device)
+    bound = [a for a in args if a.op is Ops.PARAM]
+    for v in bound:  # the results' shapes see the Variables bound again (kernels keep them unbound)
+        mapping[v.replace(src=v.src[:3])] = v
     out = cs.body.substitute(mapping, walk=lambda x: not _is_ast(x))
-    var_vals = {a.arg.name: a.src[3].arg.value for a in args if a.op is Ops.PARAM}
+    var_vals = {a.arg.name: a.src[3].arg.value for a in bound}
     if config.DEBUG >= 1:
         print(f"kernelize: {len(uops)} outputs scheduled in {(time.perf_counter() - t0) * 1e3:.2f} ms")
     return list(out.src), var_vals
@@ -153,18 +158,41 @@ def _count(linear: UOp) -> int:
 
 
 def get_kernel(device: str, ast: UOp) -> CompiledKernel:
+    """A kernel SINK -> its program on `device`: optimized (hand-coded opts, or BEAM search), lowered, compiled;
+    cached by what decides the result."""
     dev = Device[device]
     threads = getattr(dev, "threads", 1)
-    key = (device, ast, config.NOOPT.value, threads)  # what decides the opts is part of the key
+    key = (device, ast, config.NOOPT.value, config.BEAM.value, threads)  # what decides the opts is part of the key
     if (ck := _program_cache.get(key)) is not None:
         return ck
-    name = ast.arg.name if ast.arg is not None else "kernel"
     if config.DEBUG >= 5:
-        print(f"--- kernel {name} ---\n{ast}")
+        print(f"--- kernel {ast.arg.name if ast.arg is not None else 'kernel'} ---\n{ast}")
     if config.SPEC.value:
         verify_kernel(ast)
-    ast = optimize(ast, threads)
-    sink = expand(ast)
+    ast = beam_optimize(device, ast, threads, lower) if config.BEAM.value else optimize(ast, threads)
+    lowered = lower(device, ast)
+    name, linear, src = lowered.name, lowered.linear, lowered.src
+    if config.DEBUG >= 3:
+        rs = [u for u in linear.src if u.op is Ops.RANGE]
+        print(f"{name}: ranges " + " ".join(f"r{r.arg.id}:{r.arg.axis_type.value}{r.src[0].render()}" for r in rs))
+        print(f"{name}: opts {ast.arg.opts if ast.arg is not None else ()}")
+    if config.DEBUG >= 4:
+        print(src)
+    _, program = dev.build(name, src, lowered.sig, linear)  # type: ignore[attr-defined]
+    mem = sum(
+        u.shape[0] * u.dtype.itemsize
+        for u in linear.src
+        if u.op is Ops.PARAM and u.arg.addrspace is AddrSpace.GLOBAL and isinstance(u.shape[0], int)
+    )
+    ck = _program_cache[key] = CompiledKernel(name, program, linear, src, _count(linear), mem)
+    return ck
+
+
+def lower(device: str, sink: UOp) -> Lowered:
+    """An optimized kernel SINK -> expand -> isel -> linearize -> render for `device` (not compiled, not cached)."""
+    dev = Device[device]
+    name = sink.arg.name if sink.arg is not None else "kernel"
+    sink = expand(sink)
     if config.SPEC.value:
         verify_expanded(sink)
     sink = isel(sink, dev.renderer.decompose)
@@ -173,21 +201,8 @@ def get_kernel(device: str, ast: UOp) -> CompiledKernel:
     linear = linearize(sink)
     if config.SPEC.value:
         verify_linear(linear)
-    if config.DEBUG >= 3:
-        rs = [u for u in linear.src if u.op is Ops.RANGE]
-        print(f"{name}: ranges " + " ".join(f"r{r.arg.id}:{r.arg.axis_type.value}{r.src[0].render()}" for r in rs))
-        print(f"{name}: opts {ast.arg.opts if ast.arg is not None else ()}")
     src, sig = dev.renderer.render(name, linear)
-    if config.DEBUG >= 4:
-        print(src)
-    _, program = dev.build(name, src, sig, linear)  # type: ignore[attr-defined]
-    mem = sum(
-        u.shape[0] * u.dtype.itemsize
-        for u in linear.src
-        if u.op is Ops.PARAM and u.arg.addrspace is AddrSpace.GLOBAL and isinstance(u.shape[0], int)
-    )
-    ck = _program_cache[key] = CompiledKernel(name, program, linear, src, _count(linear), mem)
-    return ck
+    return Lowered(name, linear, src, sig)
 
 
 def run_call(call: UOp, var_vals: dict[str, int]) -> None:
