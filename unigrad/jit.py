@@ -48,13 +48,16 @@ def _flatten(x: Any, tensors: list[Tensor], bound: list[UOp]) -> Any:
     return x
 
 
-def _rebuild(x: Any, tensors: list[Tensor]) -> Any:
+def _rebuild(x: Any, tensors: list[Tensor], bound: dict[str, UOp]) -> Any:
+    """The arguments back from their structure: markers replaced by the tensors and bound Variables."""
     if isinstance(x, tuple) and len(x) == 2 and x[0] == "<tensor>":
         return tensors[x[1]]
+    if isinstance(x, tuple) and len(x) == 2 and x[0] == "<var>":
+        return bound[x[1]]
     if isinstance(x, (list, tuple)):
-        return type(x)(_rebuild(v, tensors) for v in x)
+        return type(x)(_rebuild(v, tensors, bound) for v in x)
     if isinstance(x, dict):
-        return {k: _rebuild(v, tensors) for k, v in x.items()}
+        return {k: _rebuild(v, tensors, bound) for k, v in x.items()}
     return x
 
 
@@ -124,7 +127,7 @@ class TinyJit(Generic[ReturnType]):
         bound: list[UOp] = []
         structure = _flatten((args, kwargs), tensors, bound)
         tensors = [_plain_input(t) for t in tensors]
-        args, kwargs = _rebuild(structure, tensors)
+        args, kwargs = _rebuild(structure, tensors, {v.arg.name: v for v in bound})
         bufs = [rt.buffer_of(t.uop) for t in tensors]
         self._check_distinct(tensors, bufs)
         var_vals = {v.arg.name: v.src[3].arg.value for v in bound}

@@ -27,6 +27,7 @@ from unigrad.gradient import gradients, remember_graph
 from unigrad.ir.args import LoadArg, ReduceArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.props import broadcast_shapes
+from unigrad.ir.sint import always_le, resolve_shape, sadd, sfloordiv, sint, smax, smin, smul, sprod, ssub
 from unigrad.ir.spec import verify_tensor_op
 from unigrad.ir.uop import UOp
 from unigrad.runtime import Device
@@ -195,8 +196,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     def ndim(self) -> int:
         return len(self.shape)
 
-    def numel(self) -> int:
-        return _prod(self.shape)
+    def numel(self) -> sint:
+        return sprod(self.shape)
 
     def element_size(self) -> int:
         return self.dtype.itemsize
@@ -234,9 +235,9 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     def full(
         shape: Sequence[int] | int, fill_value: ConstType, dtype: DType | str | None = None, device: str | None = None
     ) -> Tensor:
-        shp = (shape,) if isinstance(shape, int) else tuple(shape)
-        if any(not isinstance(s, int) or s < 0 for s in shp):
-            raise RuntimeError(f"full: shape must be non-negative ints, got {shp}")
+        shp = (shape,) if isinstance(shape, (int, UOp)) else tuple(shape)
+        if any(not isinstance(s, (int, UOp)) or smin(s) < 0 for s in shp):
+            raise RuntimeError(f"full: shape must be non-negative ints (or symbolic sizes), got {shp}")
         dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
         return Tensor(fill_value, device=device, dtype=dt).reshape((1,) * len(shp)).expand(shp)
 
@@ -335,15 +336,19 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             raise TypeError(f"numpy: no numpy dtype for {self.dtype}")
         t = self.contiguous_view()
         flat = rt.buffer_of(t.uop).numpy()
-        return flat.reshape(self.shape)
+        if isinstance(self.numel(), int):
+            return flat.reshape(self.shape)
+        shape = resolve_shape(self.shape)  # symbolic: the values under the Variables' bindings, a prefix of the buffer
+        return flat[: math.prod(shape)].reshape(shape)
 
     def contiguous_view(self) -> Tensor:
-        """This tensor realized as a row-major buffer (a plain reshape of one)."""
+        """This tensor realized as a row-major buffer (a plain reshape of one; with symbolic sizes, a reshape of a
+        prefix of one)."""
         self.realize()
         u = self.uop
         while u.op is Ops.RESHAPE:
             u = u.src[0]
-        if u.op is Ops.BUFFER and rt.buffers[u].size == self.numel():
+        if u.op is Ops.BUFFER and (rt.buffers[u].size == self.numel() or not isinstance(self.numel(), int)):
             return self
         return Tensor(UOp(Ops.LOAD, (self.uop,), LoadArg()), device=self.device).realize()
 
@@ -516,14 +521,16 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         shp = list(_shape_arg(shape))
         if shp.count(-1) > 1:
             raise RuntimeError(f"reshape: only one dimension can be inferred, got {tuple(shp)}")
+        numel = self.numel()
         if -1 in shp:
-            known = _prod([s for s in shp if s != -1])
-            if known == 0 or self.numel() % known:
-                raise RuntimeError(f"reshape: shape {tuple(shp)} is invalid for input of size {self.numel()}")
-            shp[shp.index(-1)] = self.numel() // known
+            known = sprod([s for s in shp if not (isinstance(s, int) and s == -1)])
+            inferred = sfloordiv(numel, known) if known != 0 else 0
+            if known == 0 or smul(inferred, known) != numel:
+                raise RuntimeError(f"reshape: shape {tuple(shp)} is invalid for input of size {numel}")
+            shp[shp.index(-1)] = inferred
         new = tuple(shp)
-        if any(not isinstance(s, int) or s < 0 for s in new) or _prod(new) != self.numel():
-            raise RuntimeError(f"reshape: shape {new} is invalid for input of size {self.numel()} (shape {self.shape})")
+        if any(not isinstance(s, (int, UOp)) or smin(s) < 0 for s in new) or sprod(new) != numel:
+            raise RuntimeError(f"reshape: shape {new} is invalid for input of size {numel} (shape {self.shape})")
         if new == self.shape:
             return self
         return self._new(UOp(Ops.RESHAPE, (self.uop, UOp.shape_src(new))))
@@ -598,11 +605,14 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             if mode not in ("reflect", "replicate", "circular"):
                 raise NotImplementedError(f"pad: mode must be constant, reflect, replicate or circular, got {mode!r}")
             return self._pad_mode(pairs, mode)
-        t = self.shrink(tuple((-min(b, 0), s + min(a, 0)) for (b, a), s in zip(pairs, self.shape)))
-        pos = [(max(b, 0), max(a, 0)) for b, a in pairs]
+        if any((smin(b) < 0) != (smax(b) < 0) or (smin(a) < 0) != (smax(a) < 0) for b, a in pairs):
+            raise RuntimeError(f"pad: symbolic amounts {pairs} must not change sign over their Variables' ranges")
+        crop = [(ssub(0, b) if smax(b) < 0 else 0, a if smax(a) < 0 else 0) for b, a in pairs]
+        t = self.shrink(tuple((cb, sadd(s, ca)) for (cb, ca), s in zip(crop, self.shape)))
+        pos = [(b if smin(b) >= 0 else 0, a if smin(a) >= 0 else 0) for b, a in pairs]
         if all(p == (0, 0) for p in pos):
             return t
-        new = tuple(s + b + a for s, (b, a) in zip(t.shape, pos))
+        new = tuple(sadd(sadd(s, b), a) for s, (b, a) in zip(t.shape, pos))
         out = t._new(UOp(Ops.PAD, (t.uop, UOp.shape_src(tuple(b for b, _ in pos)), UOp.shape_src(new))))
         if value != 0:
             mask = Tensor.ones(t.shape, dtype=dtypes.bool, device=self.device).pad(pos)
@@ -611,13 +621,16 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
 
     def shrink(self, arg: Sequence[tuple[int, int] | None]) -> Tensor:
         bounds = [(0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape)]
-        if len(arg) != self.ndim or any(not 0 <= b <= e <= s for (b, e), s in zip(bounds, self.shape)):
+        if len(arg) != self.ndim or any(
+            smin(b) < 0 or not always_le(b, e) or not always_le(e, s) for (b, e), s in zip(bounds, self.shape)
+        ):
             raise RuntimeError(
                 f"shrink: bounds {tuple(arg)} do not fit shape {self.shape}; need 0 <= begin <= end <= size per dim"
+                " (for every value of a symbolic bound)"
             )
-        if all(b == 0 and e == s for (b, e), s in zip(bounds, self.shape)):
+        if all(isinstance(b, int) and b == 0 and e == s for (b, e), s in zip(bounds, self.shape)):
             return self
-        new = tuple(e - b for b, e in bounds)
+        new = tuple(ssub(e, b) for b, e in bounds)
         return self._new(UOp(Ops.SHRINK, (self.uop, UOp.shape_src(tuple(b for b, _ in bounds)), UOp.shape_src(new))))
 
     def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
@@ -635,7 +648,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         if self.ndim == 0:
             return self.reshape(1)
         s, e = _norm_axis("flatten", start_dim, self.ndim), _norm_axis("flatten", end_dim, self.ndim)
-        return self.reshape(self.shape[:s] + (_prod(self.shape[s : e + 1]),) + self.shape[e + 1 :])
+        return self.reshape(self.shape[:s] + (sprod(self.shape[s : e + 1]),) + self.shape[e + 1 :])
 
     # ---------------------------------------------------------------- elementwise
     def _const_like(self, x: ConstType, dtype: DType) -> Tensor:
@@ -960,8 +973,10 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
 
     def mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         axes = self._axes(axis, "mean")
-        n = _prod([self.shape[a] for a in axes])
+        n = sprod([self.shape[a] for a in axes])
         s = self._float().sum(axis, keepdim)
+        if isinstance(n, UOp):  # a symbolic count: divide by its value at run time
+            return s / Tensor(n, device=self.device).cast(s.dtype)
         return s * (1 / n) if n else s * math.nan
 
     # ---------------------------------------------------------------- matmul (the spec's gemm composition)

@@ -234,12 +234,19 @@ def test_substitute_deep_chain():
 
 def test_repr_is_a_numbered_listing():
     x = UOp.variable("x", 0, 100)
-    r = repr(x * 3 + 1)
+    r = repr(UOp.range(x, 0) * 3 + 1)
     lines = r.splitlines()
     assert lines[-1].startswith("%") and "ADD(" in lines[-1] and ": index ()" in lines[-1]
     assert any("PARAM(" in ln and ln.rstrip().endswith("x : index ()") for ln in lines)
     assert any("MUL(" in ln for ln in lines)
     assert any("CONST" in ln and ln.endswith(" 3 : index ()") for ln in lines)
+
+
+def test_repr_of_a_symbolic_size_is_infix():
+    """An index expression over Variables (a symbolic shape entry) prints as a person writes it."""
+    x = UOp.variable("x", 0, 100)
+    assert repr(x * 3 + 1) == "((x*3)+1)"
+    assert repr((x.bind(4) * 2,)) == "((x*2),)"
 
 
 def test_repr_single_node():

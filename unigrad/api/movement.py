@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from unigrad.dtype import DType, dtypes, least_upper_dtype
+from unigrad.ir.sint import always_le, sadd, sint, smin, ssub
+from unigrad.ir.uop import UOp
 
 if TYPE_CHECKING:
     from unigrad.dtype import ConstType
@@ -152,10 +154,12 @@ class _Mask:
     mask: Tensor
 
 
-def _slice_dim(s: slice, n: int) -> _DimIndex:
+def _slice_dim(s: slice, n: sint) -> _DimIndex:
     if s.step == 0:
         raise ValueError("__getitem__: slice step cannot be zero")
-    start, stop, step = s.indices(n)
+    if any(isinstance(v, UOp) for v in (s.start, s.stop, n)):
+        return _symbolic_slice(s, n)
+    start, stop, step = s.indices(n)  # type: ignore[arg-type]
     length = len(range(start, stop, step))
     if length == 0:
         return _DimIndex(0, 0)
@@ -163,6 +167,19 @@ def _slice_dim(s: slice, n: int) -> _DimIndex:
         return _DimIndex(start, start + (length - 1) * step + 1, step)
     last = start + (length - 1) * step  # the lowest element taken
     return _DimIndex(last, start + 1, -step, flip=True)
+
+
+def _symbolic_slice(s: slice, n: sint) -> _DimIndex:
+    """x[a:b] where a, b or the size are symbolic (Variables): step 1, bounds 0 <= a <= b <= n for every value."""
+    if s.step not in (None, 1):
+        raise IndexError(f"__getitem__: a slice with symbolic bounds takes step 1, got {s.step}")
+    start = 0 if s.start is None else s.start
+    stop = n if s.stop is None else s.stop
+    if any(isinstance(v, int) and v < 0 for v in (start, stop)):
+        raise IndexError(f"__getitem__: negative bounds with a symbolic size are not supported, got {s}")
+    if smin(start) < 0 or not always_le(start, stop) or not always_le(stop, n):
+        raise IndexError(f"__getitem__: slice {start}:{stop} does not fit size {n} for every value of its Variables")
+    return _DimIndex(start, stop, 1)
 
 
 def _index_array(item: Any) -> np.ndarray:
@@ -188,7 +205,7 @@ def _index_plan(x: Tensor, index: Any) -> _IndexPlan:
             items[i] = Tensor(arr, device=x.device)
             if arr.dtype.kind != "b" and arr.size:
                 bounds[id(items[i])] = (int(arr.min()), int(arr.max()))
-        elif not isinstance(it, (int, slice, type(None), type(Ellipsis), Tensor)):
+        elif not isinstance(it, (int, slice, type(None), type(Ellipsis), Tensor, UOp)):
             raise IndexError(
                 f"__getitem__: only integers, slices, None, Ellipsis and int/bool tensors are valid indices, "
                 f"got {type(it).__name__}"
@@ -208,7 +225,7 @@ def _index_plan(x: Tensor, index: Any) -> _IndexPlan:
     consumed = sum(
         it.mask.ndim if isinstance(it, _Mask) else 1
         for it in expanded
-        if isinstance(it, (_Mask, slice, Tensor)) or (isinstance(it, int) and not isinstance(it, bool))
+        if isinstance(it, (_Mask, slice, Tensor, UOp)) or (isinstance(it, int) and not isinstance(it, bool))
     )
     if sum(it is Ellipsis for it in expanded) > 1:
         raise IndexError("__getitem__: an index can only have a single ellipsis ('...')")
@@ -237,10 +254,16 @@ def _index_plan(x: Tensor, index: Any) -> _IndexPlan:
             i = it + n if it < 0 else it
             dims.append(_DimIndex(i, i + 1, drop=True))
             d += 1
+        elif isinstance(it, UOp):  # a symbolic index (Variables): in range for every value
+            if smin(it) < 0 or not always_le(sadd(it, 1), x.shape[d]):
+                raise IndexError(f"__getitem__: index {it} is out of bounds for dimension {d} with size {x.shape[d]}")
+            dims.append(_DimIndex(it, sadd(it, 1), drop=True))
+            d += 1
         elif isinstance(it, slice):
             di = _slice_dim(it, x.shape[d])
             dims.append(di)
-            basic_shape.append(len(range(0, di.stop - di.start, di.step)))
+            width = ssub(di.stop, di.start)
+            basic_shape.append(width if di.step == 1 else len(range(0, width, di.step)))  # type: ignore[arg-type]
             d += 1
         else:
             if isinstance(it, _Mask):  # a bool mask over mask.ndim dims: its nonzero() coordinates (a sync point)
@@ -286,14 +309,14 @@ def _basic_index(x: Tensor, plan: _IndexPlan) -> Tensor:
 def _basic_unindex(v: Tensor, plan: _IndexPlan, shape: tuple[int, ...]) -> Tensor:
     """The inverse of _basic_index: v (of the basic shape) placed where it came from in a zero-filled tensor
     of `shape`."""
-    sizes = [di.stop - di.start for di in plan.dims]
-    kept = [len(range(0, s, di.step)) for s, di in zip(sizes, plan.dims)]
+    sizes = [ssub(di.stop, di.start) for di in plan.dims]
+    kept = [s if di.step == 1 else len(range(0, s, di.step)) for s, di in zip(sizes, plan.dims)]  # type: ignore[arg-type]
     v = v.reshape(tuple(kept))
     v = _every_inverse(v, [di.step for di in plan.dims], sizes)
     flips = [i for i, di in enumerate(plan.dims) if di.flip]
     if flips:
         v = v.flip(flips)
-    return v.pad(tuple((di.start, n - di.stop) for di, n in zip(plan.dims, shape)))
+    return v.pad(tuple((di.start, ssub(n, di.stop)) for di, n in zip(plan.dims, shape)))
 
 
 def _adv_layout(plan: _IndexPlan) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
@@ -446,12 +469,15 @@ class MovementMixin:
         parts = [t for t in parts if t.shape[d]] or parts[:1]
         if len(parts) == 1:
             return parts[0]
-        total = sum(t.shape[d] for t in parts)
+        total: sint = 0
+        for t in parts:
+            total = sadd(total, t.shape[d])
         out: Tensor | None = None
         offset = total
         for t in reversed(parts):
-            offset -= t.shape[d]
-            where = tuple((offset, total - offset - t.shape[d]) if i == d else (0, 0) for i in range(t.ndim))
+            offset = ssub(offset, t.shape[d])
+            after = ssub(ssub(total, offset), t.shape[d])
+            where = tuple((offset, after) if i == d else (0, 0) for i in range(t.ndim))
             placed = t.pad(where)
             if out is None:
                 out = placed
@@ -830,7 +856,7 @@ class MovementMixin:
                 f"result of shape {target}"
             )
         v = v.reshape(vshape)
-        if math.prod(target) == 0:  # nothing is written
+        if any(isinstance(d, int) and d == 0 for d in target):  # nothing is written
             return
         v = v.cast(self.dtype).expand(target)
         region = _advanced_set(x, plan, v) if plan.adv else v

@@ -16,6 +16,8 @@ import numpy as np
 
 from unigrad.dtype import DType, dtypes, to_dtype
 from unigrad.ir.ops import Ops
+from unigrad.ir.sint import sint, smax, smin
+from unigrad.ir.uop import UOp
 from unigrad.runtime import jit
 from unigrad.runtime import realize as rt
 
@@ -40,10 +42,10 @@ def next_state(n: int) -> np.ndarray:
     return np.array([offset, _rng.seed], dtype=np.uint64)
 
 
-def _shape(shape: tuple[Any, ...]) -> tuple[int, ...]:
+def _shape(shape: tuple[Any, ...]) -> tuple[sint, ...]:
     s = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
-    if any(not isinstance(d, int) or d < 0 for d in s):
-        raise RuntimeError(f"random: shape must be non-negative ints, got {s}")
+    if any(not isinstance(d, (int, UOp)) or smin(d) < 0 for d in s):
+        raise RuntimeError(f"random: shape must be non-negative ints (or symbolic sizes), got {s}")
     return s
 
 
@@ -83,10 +85,13 @@ class RandomMixin:
         s = _shape(shape)
         dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
         bits = _MANTISSA_BITS.get(dt, 24)  # so that the largest draw rounds below 1 in dt
-        words = RandomMixin._random_bits(math.prod(s), device)
+        full = tuple(smax(d) for d in s)  # symbolic dims: draw for their largest size, keep the leading part
+        words = RandomMixin._random_bits(math.prod(full), device)
         work = dtypes.float64 if dt is dtypes.float64 else dtypes.float32
         out = (words >> (64 - bits)).cast(work) * (2.0**-bits)
-        t = out.cast(dt).reshape(s)
+        t = out.cast(dt).reshape(full)
+        if full != s:
+            t = t.shrink(tuple((0, d) for d in s))
         return t.requires_grad_(kw["requires_grad"]) if kw.get("requires_grad") else t
 
     @staticmethod

@@ -56,6 +56,9 @@ def uop_repr(root: UOp) -> str:
         bound = f"={root.src[3].arg.value}" if len(root.src) == 4 else ""
         return f"Variable({root.arg.name!r}, {root.src[1].arg.value}, {root.src[2].arg.value}){bound}"
     nodes = root.toposort()
+    small = len(nodes) <= MAX_LINES
+    if small and root.dtype is dtypes.index and root.op is not Ops.STACK and all(_is_sym_int(u) for u in nodes):
+        return render_expr(root)  # a symbolic size, e.g. in a shape: (n*3)
     names = {u: f"%{i}" for i, u in enumerate(nodes)}
     lines = []
     for u in nodes[-MAX_LINES:]:
@@ -70,6 +73,13 @@ def uop_repr(root: UOp) -> str:
     if len(nodes) > MAX_LINES:
         lines.insert(0, f"... {len(nodes) - MAX_LINES} earlier nodes")
     return "\n".join(lines) if len(lines) > 1 else f"UOp({lines[0]})"
+
+
+def _is_sym_int(u: UOp) -> bool:
+    """A node of an index expression over Variables: what a symbolic shape entry is made of."""
+    if u.op is Ops.PARAM:
+        return isinstance(u.arg, ParamArg) and u.arg.name is not None
+    return u.op in (Ops.CONST, Ops.STACK) or (u.op in _INFIX and u.dtype is dtypes.index)
 
 
 def _and_chain(u: UOp) -> list[UOp]:

@@ -104,6 +104,13 @@ def push_passthrough(idx: UOp, x: UOp) -> UOp | None:
     return _index(x.src[0], *iv)
 
 
+def push_fused_load(idx: UOp, x: UOp) -> UOp | None:
+    """A tensor-level LOAD (contiguous()) of a view that is already row-major is not materialized: index through."""
+    if x.arg.addrspace is not AddrSpace.GLOBAL or x.arg.device is not None:
+        return None
+    return push_passthrough(idx, x)
+
+
 def push_const(idx: UOp, x: UOp) -> UOp | None:
     return x if _split(idx) is not None else None
 
@@ -216,6 +223,7 @@ pm_push_index = PatternMatcher(
         (UPat(Ops.INDEX, src=(UPat(Ops.INDEX, name="x"),), allow_any_len=True, name="idx"), push_gather),
         (UPat(Ops.INDEX, src=(UPat(GroupOp.Marker, name="x"),), allow_any_len=True, name="idx"), push_passthrough),
         (UPat(Ops.INDEX, src=(UPat(Ops.CONST, name="x"),), allow_any_len=True, name="idx"), push_const),
+        (UPat(Ops.INDEX, src=(UPat(Ops.LOAD, name="x"),), allow_any_len=True, name="idx"), push_fused_load),
         (UPat(Ops.INDEX, src=(UPat(Ops.RESHAPE, name="x"),), allow_any_len=True, name="idx"), push_reshape),
         (UPat(Ops.INDEX, src=(UPat(Ops.EXPAND, name="x"),), allow_any_len=True, name="idx"), push_expand),
         (UPat(Ops.INDEX, src=(UPat(Ops.PERMUTE, name="x"),), allow_any_len=True, name="idx"), push_permute),
@@ -301,7 +309,13 @@ def kernel_name(sink: UOp) -> str:
     topo = sink.toposort()
     prefix = "r" if any(u.op is Ops.REDUCE for u in topo) else "E"
     dims = [u.src[0] for u in sorted((u for u in topo if u.op is Ops.RANGE), key=lambda r: r.arg.id)]
-    return prefix + "".join(f"_{d.arg.value if d.op is Ops.CONST else d.render()}" for d in dims)
+    return prefix + "".join(f"_{d.arg.value if d.op is Ops.CONST else _symbolic_name(d)}" for d in dims)
+
+
+def _symbolic_name(d: UOp) -> str:
+    """A symbolic bound as a C identifier part: (n+1) -> n_plus_1, (n*3) -> n_times_3."""
+    text = d.render().replace("+", "_plus_").replace("*", "_times_").replace("//", "_div_").replace("-", "m")
+    return "".join(c for c in text if c.isalnum() or c == "_")
 
 
 def build_kernel(

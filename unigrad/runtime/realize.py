@@ -27,7 +27,7 @@ from unigrad.ir.spec import (
     verify_selected,
     verify_tensor_graph,
 )
-from unigrad.ir.uop import UOp
+from unigrad.ir.uop import UOp, variables_of
 from unigrad.pipeline.callify import callify
 from unigrad.pipeline.expand import expand
 from unigrad.pipeline.isel import isel
@@ -78,11 +78,13 @@ def _is_ast(u: UOp) -> bool:
 @dataclass(frozen=True)
 class CachedSchedule:
     """A rangeified FUNCTION body and its placeholders: PARAMs for the caller's buffers (by slot) and
-    PARAMs for the buffers each run allocates. Cached by (callified body, device)."""
+    PARAMs for the buffers each run allocates, and the names of the Variables its kernels take. Cached by
+    (callified body, device)."""
 
     body: UOp
     inputs: tuple[UOp, ...]
     fresh: tuple[UOp, ...]
+    variables: frozenset[str]
 
 
 def _schedule(body: UOp, args: tuple[UOp, ...], device: str) -> CachedSchedule:
@@ -96,7 +98,8 @@ def _schedule(body: UOp, args: tuple[UOp, ...], device: str) -> CachedSchedule:
         n_in = sum(1 for a in args if a.op is not Ops.PARAM)
         inputs = tuple(sorted((p for p in params if p.arg.slot < n_in), key=lambda p: p.arg.slot))
         fresh = tuple(p for p in params if p.arg.slot >= n_in)
-        cs = _schedule_cache[key] = CachedSchedule(sched, inputs, fresh)
+        names = frozenset(v.arg.name for v in variables_of(body))
+        cs = _schedule_cache[key] = CachedSchedule(sched, inputs, fresh, names)
     return cs
 
 
@@ -125,7 +128,20 @@ def _kernelize(uops: list[UOp], device: str) -> tuple[list[UOp], dict[str, int]]
     for v in bound:  # the results' shapes see the Variables bound again (kernels keep them unbound)
         mapping[v.replace(src=v.src[:3])] = v
     out = cs.body.substitute(mapping, walk=lambda x: not _is_ast(x))
-    var_vals = {a.arg.name: a.src[3].arg.value for a in bound}
+    var_vals: dict[str, int] = {}
+    for v in bound:
+        name, value = v.arg.name, v.src[3].arg.value
+        if var_vals.setdefault(name, value) != value:
+            raise ValueError(
+                f"realize: Variable {name!r} is bound to both {var_vals[name]} and {value} in one graph; a kernel "
+                "gets one value per Variable. Bind it once and reuse the bound Variable"
+            )
+    if cs.variables and not cs.variables <= var_vals.keys():
+        missing = sorted(cs.variables - var_vals.keys())
+        raise ValueError(
+            f"realize: the graph uses unbound Variables {missing}; bind each one (Variable(...).bind(value)) "
+            "where it sets a shape, so its kernels know the value"
+        )
     if config.DEBUG >= 1:
         print(f"kernelize: {len(uops)} outputs scheduled in {(time.perf_counter() - t0) * 1e3:.2f} ms")
     return list(out.src), var_vals
