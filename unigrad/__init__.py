@@ -3,6 +3,7 @@
 from unigrad.config import Context
 from unigrad.dtype import dtypes
 from unigrad.ir.uop import UOp
+from unigrad.function import function
 from unigrad.jit import TinyJit
 from unigrad.runtime import Device
 from unigrad.tensor import Tensor, no_grad
@@ -13,4 +14,4 @@ def Variable(name: str, vmin: int, vmax: int) -> UOp:
     return UOp.variable(name, vmin, vmax)
 
 
-__all__ = ["Tensor", "dtypes", "Device", "Variable", "Context", "UOp", "no_grad", "TinyJit"]
+__all__ = ["Tensor", "dtypes", "Device", "Variable", "Context", "UOp", "no_grad", "TinyJit", "function"]

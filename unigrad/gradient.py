@@ -25,6 +25,7 @@ from unigrad.dtype import ConstType
 from unigrad.ir.args import LoadArg, ReduceArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
+from unigrad.pipeline.callify import inline_functions
 
 Grads = tuple[UOp | None, ...]
 GradientRule = Callable[[UOp, UOp], Grads]
@@ -292,6 +293,9 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
     if tuple(root_grad.shape) != tuple(root.shape):
         raise ValueError(f"compute_gradient: root gradient shape {root_grad.shape} != root shape {root.shape}")
     order = root.toposort()
+    if any(u.op is Ops.FUNCTION for u in order):  # @function calls: differentiate the inlined bodies
+        root = inline_functions(root)
+        order = root.toposort()
     on_path: set[UOp] = set()  # nodes with a float path down to a target
     for u in order:
         if u in targets or (u.dtype.is_float and any(s in on_path for s in u.src)):

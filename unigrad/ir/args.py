@@ -83,6 +83,15 @@ class ParamArg:
 
 
 @dataclass(frozen=True, slots=True)
+class FunctionArg:
+    """A traced @function: its name, and whether scheduling lowers it into its own kernels (precompile: an opaque
+    CALL, never fused with its callers) or inlines its body (PARAM substitution)."""
+
+    name: str
+    precompile: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class BufferArg:
     """A concrete buffer; `slot` is unique per buffer so equal-looking buffers stay distinct."""
 

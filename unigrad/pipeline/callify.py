@@ -1,6 +1,6 @@
 """Callify: a tensor graph -> one stateless FUNCTION.
 
-In: SINK of tensor-level UOps over concrete BUFFERs (or AFTER(BUFFER, CALL...) for kernelized but not yet
+In: SINK of tensor-level UOps (calls of @function bodies, GETTUPLE(FUNCTION), are inlined first) over concrete BUFFERs (or AFTER(BUFFER, CALL...) for kernelized but not yet
 run buffers) and bound Variables. Out: FUNCTION(TUPLE(outputs...), a_0, a_1, ..., v_0, v_1, ...) whose body refers to its
 buffers a_k only through PARAM(k) placeholders and to each bound Variable v_j by the unbound Variable, so structurally equal programs on different buffers
 share one body (and one cached schedule).
@@ -8,7 +8,9 @@ share one body (and one cached schedule).
 
 from __future__ import annotations
 
-from unigrad.ir.args import AddrSpace, ParamArg
+from collections.abc import Callable
+
+from unigrad.ir.args import AddrSpace, FunctionArg, ParamArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
 
@@ -24,6 +26,8 @@ def callify(sink: UOp) -> UOp:
     args: list[UOp] = []
     bound: list[UOp] = []
     for u in sink.toposort(gate=lambda x: not is_buffer_input(x)):
+        if u.op is Ops.GETTUPLE and is_traced_call(u):  # @function calls: substitute their bodies first
+            return callify(inline_functions(sink))
         if is_buffer_input(u):
             buf = u if u.op is Ops.BUFFER else u.src[0]
             pa = ParamArg(len(args), buf.arg.dtype, buf.arg.device, AddrSpace.GLOBAL)
@@ -34,3 +38,42 @@ def callify(sink: UOp) -> UOp:
             bound.append(u)
     body = sink.substitute(mapping) if mapping else sink
     return UOp(Ops.FUNCTION, (UOp(Ops.TUPLE, body.src), *args, *sorted(bound, key=lambda v: v.arg.name)))
+
+
+def is_traced_call(u: UOp) -> bool:
+    """GETTUPLE(FUNCTION(TUPLE(body), args...)) from @function."""
+    return u.op is Ops.GETTUPLE and u.src[0].op is Ops.FUNCTION and isinstance(u.src[0].arg, FunctionArg)
+
+
+def function_params(fn: UOp) -> dict[UOp, UOp]:
+    """PARAM(k) of a traced FUNCTION's body -> its argument a_k (bodies hold no nested FUNCTIONs: inline first)."""
+    params = [u for u in fn.src[0].toposort() if u.op is Ops.PARAM and u.arg.name is None]
+    return {p: fn.src[1 + p.arg.slot] for p in params}
+
+
+def inline_functions(root: UOp, keep: Callable[[UOp], bool] = lambda fn: False) -> UOp:
+    """root with every GETTUPLE(FUNCTION) of @function replaced by its body element, PARAM(k) -> a_k (spec: a
+    FUNCTION resolved by substitution), innermost first. FUNCTIONs for which `keep` holds stay (their bodies and
+    arguments are inlined inside)."""
+    memo: dict[UOp, UOp] = {}
+
+    def walk(u: UOp) -> UOp:
+        mapping: dict[UOp, UOp] = {}
+        for n in u.toposort(gate=lambda x: not is_traced_call(x)):
+            if is_traced_call(n):
+                mapping[n] = resolve(n)
+        return u.substitute(mapping) if mapping else u
+
+    def resolve(call: UOp) -> UOp:
+        if call not in memo:
+            fn = call.src[0]
+            body = walk(fn.src[0])
+            args = tuple(walk(a) for a in fn.src[1:])
+            new_fn = fn.replace(src=(body, *args))
+            if keep(fn):
+                memo[call] = call.replace(src=(new_fn,))
+            else:
+                memo[call] = body.src[call.arg].substitute(function_params(new_fn))
+        return memo[call]
+
+    return walk(root)

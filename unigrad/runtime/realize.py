@@ -28,7 +28,7 @@ from unigrad.ir.spec import (
     verify_tensor_graph,
 )
 from unigrad.ir.uop import UOp, variables_of
-from unigrad.pipeline.callify import callify
+from unigrad.pipeline.callify import callify, function_params, inline_functions, is_buffer_input, is_traced_call
 from unigrad.pipeline.expand import expand
 from unigrad.pipeline.isel import isel
 from unigrad.pipeline.linearize import linearize
@@ -40,6 +40,7 @@ from unigrad.runtime.beam import Lowered, beam_optimize
 _buffer_ids = itertools.count()
 buffers: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
 _executed: weakref.WeakSet[UOp] = weakref.WeakSet()
+precompiled: weakref.WeakSet[UOp] = weakref.WeakSet()  # FUNCTIONs of @function(precompile=True), alive
 SCHEDULE_CACHE_SIZE = 1024
 _schedule_cache: dict[tuple[UOp, str], UOp] = {}
 _program_cache: dict[tuple[str, UOp, int, int, int], CompiledKernel] = {}
@@ -113,6 +114,9 @@ def _kernelize(uops: list[UOp], device: str) -> tuple[list[UOp], dict[str, int]]
     """kernelize, also returning the values of the bound Variables (the FUNCTION's trailing args)."""
     t0 = time.perf_counter()
     sink = UOp(Ops.SINK, tuple(uops))
+    call_vals: dict[str, int] = {}
+    if precompiled:
+        sink = _lower_precompiled(sink, device, call_vals)
     if config.SPEC.value:
         verify_tensor_graph(sink)
     fn = callify(sink)
@@ -128,7 +132,7 @@ def _kernelize(uops: list[UOp], device: str) -> tuple[list[UOp], dict[str, int]]
     for v in bound:  # the results' shapes see the Variables bound again (kernels keep them unbound)
         mapping[v.replace(src=v.src[:3])] = v
     out = cs.body.substitute(mapping, walk=lambda x: not _is_ast(x))
-    var_vals: dict[str, int] = {}
+    var_vals: dict[str, int] = dict(call_vals)
     for v in bound:
         name, value = v.arg.name, v.src[3].arg.value
         if var_vals.setdefault(name, value) != value:
@@ -145,6 +149,24 @@ def _kernelize(uops: list[UOp], device: str) -> tuple[list[UOp], dict[str, int]]
     if config.DEBUG >= 1:
         print(f"kernelize: {len(uops)} outputs scheduled in {(time.perf_counter() - t0) * 1e3:.2f} ms")
     return list(out.src), var_vals
+
+
+def _lower_precompiled(sink: UOp, device: str, var_vals: dict[str, int]) -> UOp:
+    """Each call of a precompiled @function becomes an opaque CALL: its arguments are kernelized, its body is
+    scheduled alone over them (its own kernels, the schedule cached by the body) and each GETTUPLE is replaced by
+    a view of the output buffer. Other @function calls are inlined (callify)."""
+    sink = inline_functions(sink, keep=lambda fn: fn.arg.precompile)
+    calls = [u for u in sink.toposort(gate=lambda x: not is_buffer_input(x)) if is_traced_call(u)]
+    mapping: dict[UOp, UOp] = {}
+    for fn in dict.fromkeys(c.src[0] for c in calls):
+        args, vals = _kernelize(list(fn.src[1:]), device) if len(fn.src) > 1 else ([], {})
+        body = fn.src[0].substitute({p: args[p.arg.slot] for p in function_params(fn)})
+        outs, out_vals = _kernelize(list(body.src), device)
+        var_vals.update(vals, **out_vals)
+        for c in calls:
+            if c.src[0] is fn:
+                mapping[c] = outs[c.arg]
+    return sink.substitute(mapping) if mapping else sink
 
 
 @dataclass

@@ -1,0 +1,150 @@
+"""@function: the traced FUNCTION node has the spec's form, bodies are reused without retracing, results and
+gradients equal the inlined code (numpy reference) in both scheduling modes (inlined, precompiled CALL)."""
+
+import numpy as np
+import pytest
+
+from unigrad import Tensor, TinyJit
+from unigrad.function import function
+from unigrad.ir.ops import Ops
+from unigrad.runtime import realize as rt
+
+RNG = np.random.default_rng(0)
+MODES = [False, True]  # precompile
+
+
+def rand(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def test_traced_node_has_the_spec_form():
+    @function
+    def f(a: Tensor, b: Tensor) -> Tensor:
+        return a + b
+
+    x, y = Tensor(rand(3)), Tensor(rand(3))
+    out = f(x, y)
+    assert out.uop.op is Ops.GETTUPLE and out.uop.arg == 0
+    fn = out.uop.src[0]
+    assert fn.op is Ops.FUNCTION and fn.src[0].op is Ops.TUPLE
+    assert fn.src[1:] == (x.uop, y.uop)
+    leaves = [u for u in fn.src[0].toposort() if not u.src]
+    assert all(u.op in (Ops.PARAM, Ops.STACK, Ops.CONST) for u in leaves)  # no concrete buffers in the body
+    assert sorted(u.arg.slot for u in fn.src[0].toposort() if u.op is Ops.PARAM) == [0, 1]
+
+
+def test_inputs_found_in_nested_arguments_and_deduped():
+    @function
+    def f(d: dict, pair: tuple, k: float) -> dict:
+        return {"s": d["a"] * k + pair[0], "t": [pair[1] - d["a"]]}
+
+    a, b = rand(4), rand(4)
+    ta, tb = Tensor(a), Tensor(b)
+    out = f({"a": ta}, (tb, ta), 2.0)
+    assert len(out["s"].uop.src[0].src) == 3  # body + the two distinct tensors (ta passed twice)
+    np.testing.assert_allclose(out["s"].numpy(), a * 2 + b, rtol=1e-6)
+    np.testing.assert_allclose(out["t"][0].numpy(), a - a)
+
+
+@pytest.mark.parametrize("precompile", MODES)
+def test_reuse_without_retrace(precompile):
+    traced = []
+
+    @function(precompile=precompile)
+    def f(x: Tensor) -> tuple[Tensor, Tensor]:
+        traced.append(x.shape)
+        return x.exp().sum(0), x * 2
+
+    for shape in [(3, 5), (3, 5), (3, 5), (1, 1), (3, 5), (0, 4)]:
+        x = rand(*shape)
+        s, d = f(Tensor(x))
+        np.testing.assert_allclose(s.numpy(), np.exp(x).sum(0), rtol=1e-5)
+        np.testing.assert_allclose(d.numpy(), x * 2)
+    assert traced == [(3, 5), (1, 1), (0, 4)]
+
+
+@pytest.mark.parametrize("precompile", MODES)
+@pytest.mark.parametrize("shape", [(1, 4), (5, 4), (7, 4)])
+def test_gradients_equal_inlined_code(precompile, shape):
+    w_np = rand(4, 3)
+
+    def body(x: Tensor, y: Tensor, w: Tensor) -> Tensor:
+        return ((x @ w).relu() * y).sum(1)
+
+    traced = function(body, precompile=precompile)
+    x_np, y_np = rand(*shape), rand(shape[0], 3)
+    results = []
+    for fn in (body, traced):
+        x, y = Tensor(x_np, requires_grad=True), Tensor(y_np)
+        w = Tensor(w_np, requires_grad=True)
+        out = fn(x, y, w)
+        (out * out).sum().backward()
+        results.append((out.numpy(), x.grad.numpy(), w.grad.numpy()))
+    for plain, traced_val in zip(*results):
+        np.testing.assert_allclose(traced_val, plain, rtol=1e-5, atol=1e-6)
+
+
+def test_gradient_reaches_closed_over_weights():
+    w = Tensor(rand(3), requires_grad=True)
+
+    @function
+    def f(x: Tensor) -> Tensor:
+        return x * w
+
+    x = rand(3)
+    out = f(Tensor(x))
+    assert out.requires_grad
+    out.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), x)
+
+
+def test_inline_fuses_precompile_runs_alone():
+    def body(x: Tensor) -> Tensor:
+        return x * 2 + 1
+
+    x = Tensor(rand(16)).realize()
+    counts = []
+    for precompile in MODES:
+        f = function(body, precompile=precompile)
+        before = rt.stats.kernels
+        out = (f(x) - 3).realize()
+        counts.append(rt.stats.kernels - before)
+        np.testing.assert_allclose(out.numpy(), x.numpy() * 2 - 2, rtol=1e-6)
+    assert counts == [1, 2]  # inlined: one fused kernel; precompiled: the function's kernel, then the caller's
+
+
+def test_precompiled_body_compiles_once():
+    @function(precompile=True)
+    def f(x: Tensor) -> Tensor:
+        return (x * x).sum()
+
+    f(Tensor(rand(8))).realize()
+    n = len(rt._program_cache)
+    for _ in range(3):
+        x = rand(8)
+        np.testing.assert_allclose(f(Tensor(x)).numpy(), (x * x).sum(), rtol=1e-5)
+    assert len(rt._program_cache) == n
+
+
+def test_nested_functions_and_jit():
+    @function
+    def inner(x: Tensor) -> Tensor:
+        return x + 1
+
+    @function(precompile=True)
+    def outer(x: Tensor) -> Tensor:
+        return inner(x) * inner(x * 2)
+
+    step = TinyJit(lambda x: outer(x))
+    for _ in range(4):
+        x = rand(5)
+        np.testing.assert_allclose(step(Tensor(x)).numpy(), (x + 1) * (x * 2 + 1), rtol=1e-6)
+
+
+def test_errors():
+    with pytest.raises(TypeError, match="returned a float"):
+        function(lambda x: 1.5)(Tensor(rand(2)))
+    with pytest.raises(TypeError, match="returned no Tensor"):
+        function(lambda x: [])(Tensor(rand(2)))
+    with pytest.raises(TypeError, match="decorate a function"):
+        function(precompile=True)(1, 2)

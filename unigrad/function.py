@@ -1,0 +1,149 @@
+"""@function: trace a Python function on Tensors into one FUNCTION node (spec: The @function Decorator).
+
+A call of a decorated function (1) finds every Tensor in its arguments (nested lists/tuples/dicts too) and
+dedupes them by identity, (2) runs the function lazily on placeholders, (3) so each input is a PARAM(k) in the
+body, (4) wraps the results in TUPLE and builds FUNCTION(TUPLE(body), a_0, a_1, ...), (5) returns GETTUPLE(i)
+per result, in the structure the function returned. The traced body is kept per (input shapes/dtypes/devices,
+non-Tensor arguments): later calls with other tensors of the same kind reuse it without running the Python.
+
+Scheduling resolves a FUNCTION by substituting PARAM(k) -> a_k (inlined: it fuses with its callers), or, with
+`@function(precompile=True)`, lowers it into its own kernels (an opaque CALL: the arguments are materialized and
+the body is scheduled alone, once per body). Gradients flow through either as through the inlined code.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from unigrad.ir.args import FunctionArg, ParamArg
+from unigrad.ir.ops import Ops
+from unigrad.ir.uop import UOp
+from unigrad.runtime import realize as rt
+from unigrad.tensor import Tensor
+
+__all__ = ["function"]
+
+
+@dataclass(frozen=True)
+class Traced:
+    """A traced body: TUPLE of the results over PARAM(k) inputs, the structure of the results (Tensors replaced
+    by their index), and which results require grad through tensors the body closes over."""
+
+    body: UOp
+    structure: Any
+    closure_grad: tuple[bool, ...]
+    devices: tuple[str, ...]
+
+
+def _find_tensors(x: Any, found: dict[int, int], tensors: list[Tensor]) -> Any:
+    """x's structure with each Tensor replaced by ("<tensor>", k), k its index among distinct tensors."""
+    if isinstance(x, Tensor):
+        if id(x) not in found:
+            found[id(x)] = len(tensors)
+            tensors.append(x)
+        return ("<tensor>", found[id(x)])
+    if isinstance(x, (list, tuple)):
+        return type(x)(_find_tensors(v, found, tensors) for v in x)
+    if isinstance(x, dict):
+        return {k: _find_tensors(v, found, tensors) for k, v in x.items()}
+    return x
+
+
+def _fill(x: Any, values: list[Any]) -> Any:
+    if isinstance(x, tuple) and len(x) == 2 and x[0] == "<tensor>":
+        return values[x[1]]
+    if isinstance(x, (list, tuple)):
+        return type(x)(_fill(v, values) for v in x)
+    if isinstance(x, dict):
+        return {k: _fill(v, values) for k, v in x.items()}
+    return x
+
+
+class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
+    """`@function` or `@function(precompile=True)` on a function of Tensors returning a Tensor or a (nested)
+    list/tuple/dict of Tensors."""
+
+    def __init__(self, fxn: Callable[..., Any] | None = None, *, precompile: bool = False):
+        self.precompile = precompile
+        self.traces: dict[Any, Traced] = {}
+        self.fxn: Callable[..., Any] | None = None
+        if fxn is not None:
+            self._wrap(fxn)
+
+    def _wrap(self, fxn: Callable[..., Any]) -> None:
+        self.fxn = fxn
+        self.name = getattr(fxn, "__qualname__", getattr(fxn, "__name__", "function"))
+        functools.update_wrapper(self, fxn)  # type: ignore[arg-type]
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else functools.partial(self.__call__, obj)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.fxn is None:  # @function(precompile=True): the decorator call receives the function
+            if len(args) != 1 or kwargs or not callable(args[0]):
+                raise TypeError("function(...): decorate a function, e.g. @function(precompile=True)")
+            self._wrap(args[0])
+            return self
+        tensors: list[Tensor] = []
+        structure = _find_tensors((args, kwargs), {}, tensors)
+        key = self._key(structure, tensors)
+        traced = self.traces.get(key) if key is not None else None
+        if traced is None:
+            traced = self._trace(structure, tensors)
+            if key is not None:
+                self.traces[key] = traced
+        fn = UOp(Ops.FUNCTION, (traced.body, *(t.uop for t in tensors)), FunctionArg(self.name, self.precompile))
+        if self.precompile:
+            rt.precompiled.add(fn)
+        outs = []
+        for i, device in enumerate(traced.devices):
+            out = Tensor(UOp(Ops.GETTUPLE, (fn,), i), device=device)
+            if traced.closure_grad[i] or any(t.requires_grad for t in tensors):
+                out._join_autograd()
+            outs.append(out)
+        return _fill(traced.structure, outs)
+
+    def _key(self, structure: Any, tensors: list[Tensor]) -> Any:
+        key = (repr(structure), tuple((t.shape, t.dtype, t.device) for t in tensors))
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        return key
+
+    def _trace(self, structure: Any, tensors: list[Tensor]) -> Traced:
+        assert self.fxn is not None
+        params = [
+            Tensor(UOp(Ops.PARAM, (UOp.shape_src(t.shape),), ParamArg(k, t.dtype, t.device)), device=t.device)
+            for k, t in enumerate(tensors)
+        ]
+        f_args, f_kwargs = _fill(structure, params)
+        result = self.fxn(*f_args, **f_kwargs)
+        found: dict[int, int] = {}
+        outs: list[Tensor] = []
+        out_structure = _find_tensors(result, found, outs)
+        _check_outputs(self.name, result)
+        if not outs:
+            raise TypeError(f"@function {self.name}: the function returned no Tensor; return the Tensors it computes")
+        body = UOp(Ops.TUPLE, tuple(o.uop for o in outs))
+        return Traced(body, out_structure, tuple(bool(o.requires_grad) for o in outs), tuple(o.device for o in outs))
+
+
+def _check_outputs(name: str, x: Any) -> None:
+    if isinstance(x, Tensor):
+        return
+    if isinstance(x, (list, tuple)):
+        for v in x:
+            _check_outputs(name, v)
+        return
+    if isinstance(x, dict):
+        for v in x.values():
+            _check_outputs(name, v)
+        return
+    raise TypeError(
+        f"@function {name}: it returned a {type(x).__name__}; a traced function returns Tensors (or lists/tuples/"
+        "dicts of them): other values would be frozen at their traced value"
+    )
