@@ -136,10 +136,10 @@ class TinyJit(Generic[ReturnType]):
         if self.plan is not None:
             return self._replay(structure, tensors, bufs, var_vals)
         self.cnt += 1
-        if self.cnt == 1:
+        if self.cnt == 1:  # run as written; realize like a replay would (outputs and writes are done on return)
             with jit.running(self.name):
                 out = self.fxn(*args, **kwargs)
-            _output_tensors(self.name, out)
+                _realize_all(_output_tensors(self.name, out))
             return out
         return self._capture(structure, tensors, bufs, args, kwargs)
 
@@ -147,9 +147,7 @@ class TinyJit(Generic[ReturnType]):
         with jit.running(self.name), jit.capture() as cap:
             out = self.fxn(*args, **kwargs)
             outs = _output_tensors(self.name, out)
-            pending = Tensor.pending_assigns()
-            if outs or pending:
-                Tensor.realize(*outs, *pending)
+            _realize_all(outs)
         if not any(st.program is not None for st in cap.steps):
             raise JitError(
                 f"TinyJit({self.name}): the function ran no kernels while it was captured, so there is nothing to "
@@ -214,6 +212,13 @@ class TinyJit(Generic[ReturnType]):
                 f"TinyJit({self.name}): the non-Tensor arguments changed since the capture ({self._structure!r} -> "
                 f"{structure!r}); captured kernels bake them in. Pass changing values as Tensors or bound Variables"
             )
+
+
+def _realize_all(outs: list[Tensor]) -> None:
+    """Realize the outputs and every assign still pending, in one schedule."""
+    pending = Tensor.pending_assigns()
+    if outs or pending:
+        Tensor.realize(*outs, *pending)
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -311,6 +311,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         """Kernelize or realize these tensors per device. Pending assigns in their graphs are scheduled with
         them (once: afterwards every graph and the assigned tensor see the written buffer instead)."""
         ts = (self, *others)
+        if not _assign_owner and all(_is_buffer_view(t.uop) for t in ts):  # nothing to compute
+            return self
         for dev in {t.device for t in ts}:
             group = [t for t in ts if t.device == dev]
             uops = [_resolve_assigns(t.uop) for t in group]
