@@ -53,6 +53,8 @@ def main() -> None:
             compiled_after_capture = len(rt._program_cache)
     assert step.plan is not None
     print(f"{L} positions, max abs error vs numpy {worst:.2e}")
+    if worst > 1e-4 or len(rt._program_cache) != compiled_after_capture:
+        raise SystemExit("kv_cache: wrong results or kernels recompiled across positions")
     print(
         f"kernels per step: {step.plan.n_kernels}; compiled after the capture: {compiled_after_capture}, at the end: "
         f"{len(rt._program_cache)} (no recompiles)"
