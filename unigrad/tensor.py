@@ -312,6 +312,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         them (once: afterwards every graph and the assigned tensor see the written buffer instead)."""
         ts = (self, *others)
         if not _assign_owner and all(_is_buffer_view(t.uop) for t in ts):  # nothing to compute
+            rt.stats.last_kernels = []
             return self
         for dev in {t.device for t in ts}:
             group = [t for t in ts if t.device == dev]
