@@ -30,7 +30,7 @@ Output: a table of medians (ms), unigrad / peer ratios (> 1: unigrad is slower) 
 minimum traffic (the bytes of the inputs and the output, each moved once), GFLOP/s (2 n^3 for a matmul, 2 MACs per
 output element for a convolution, 3x that with its backward) or samples/s; then one line `JSON: {...}`.
 
-  python -m bench suite [--quick]     # or: python -m bench.suite, python bench/run.py
+  python -m bench suite [--quick] [--only=elementwise,sum]     # or: python -m bench.suite, python bench/run.py
 """
 
 from __future__ import annotations
@@ -614,7 +614,12 @@ def environment() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m bench.suite", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="every size ~16x smaller, fewer runs (CI smoke run)")
+    names = [w.__name__.removeprefix("bench_") for w in WORKLOADS]
+    parser.add_argument("--only", default="", help=f"comma-separated workloads to run, of: {','.join(names)}")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    only = [w for w in args.only.split(",") if w]
+    if unknown := sorted(set(only) - set(names)):
+        parser.error(f"--only: unknown workloads {unknown}; known: {names}")
     s = QUICK if args.quick else FULL
     torch.set_num_threads(TORCH_THREADS)
     env = environment()
@@ -627,6 +632,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     crashed: dict[str, str] = {}
     for workload in WORKLOADS:
         name = workload.__name__.removeprefix("bench_")
+        if only and name not in only:
+            continue
         t1 = time.perf_counter()
         try:
             rows += workload(s)

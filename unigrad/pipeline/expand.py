@@ -3,7 +3,9 @@
 In: a kernel SINK after optimize (scalar math on RANGEs, REDUCE(value, ranges...) nodes).
 Out: the same kernel with no UPCAST/UNROLL ranges and no REDUCE:
   - an UPCAST range r of size k (an output axis) is moved innermost in its END chains and expanded: the body
-    it closes becomes GROUP(body[r:=0], ..., body[r:=k-1]); REDUCEs inside are copied with it.
+    it closes becomes GROUP(body[r:=0], ..., body[r:=k-1]); REDUCEs inside are copied with it. These lane copies
+    are the unrolled form of a (k,) shape: every target can run them as they are (the PYTHON device does), and
+    isel's vector selection (isel.vectorize) folds them back into (k,)-shaped ops for targets with vector types.
   - an UNROLL range of size k in a REDUCE (a reduce axis) splits it into k partial REDUCEs over the other
     ranges, combined after the loops: k independent accumulators (the split accumulators of a sum).
   - REDUCEs over the same ranges (and the same enclosing loops) share one loop and one register array:

@@ -12,16 +12,30 @@ untouched, so what linearize and verify_linear need is unchanged.
 Laws: the simple ops follow the spec's table, except CMPGE/CMPLE on floats, which must be false on nan (the
 spec's CMPNE(CMPLT(a, b), 1) is true there): a >= b is (b < a) | (a == b). The transcendental rules
 (decomp/transcendental.py) and THREEFRY (decomp/threefry.py) say their methods, accuracy and special cases.
-Devectorization and WMMA selection will join this stage with vector kernels.
+
+Vector selection (`vectorize`, run by a renderer with vector types, e.g. the C renderer):
+In: a kernel SINK after isel, where expand left the lanes of an UPCAST/UNROLL range as the sources of a GROUP
+(the copies of an upcast body, the updates of split accumulators) or of an AFTER (accumulator inits), lane i
+at position i. Out: the same kernel where each run of `lanes(dtype)` such lane copies that differ only in
+their lane became one op on (k,)-shaped values (the spec's "(k,)-shaped index makes it k"):
+    STORE(INDEX(buf, i_0 + STACK(0..k-1)), v)       k contiguous elements from i_0: a vector store
+    LOAD(INDEX(buf, i_0 + STACK(0..k-1)))           a vector load; ALU on (k,) values is lane-wise
+    a value equal in every lane stays scalar (shape (), broadcast by its users); CONSTs that differ are a STACK
+Every lane computes the same ops in the same order as its scalar copy, so the results are bit-identical. A run
+that does not match (a gather, a gate, an op the target cannot vectorize: `can_vector`) stays scalar.
+WMMA selection will join this stage.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
-from unigrad.dtype import dtypes
+from unigrad.dtype import DType, dtypes
+from unigrad.ir.args import AddrSpace
 from unigrad.ir.ops import Ops
 from unigrad.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
+from unigrad.ir.symbolic import split_terms
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.decomp.numerics import const, neg, recip
 from unigrad.pipeline.decomp.threefry import threefry
@@ -95,3 +109,120 @@ def isel(sink: UOp, decompose: frozenset[Ops]) -> UOp:
     if not decompose or not any(u.op in decompose for u in sink.toposort()):
         return sink
     return graph_rewrite(sink, isel_matcher(frozenset(decompose)))
+
+
+# ---------------------------------------------------------------- vector selection
+
+
+def iota(k: int) -> UOp:
+    """STACK(0, 1, ..., k-1): the lane offsets of a contiguous vector access."""
+    return UOp(Ops.STACK, tuple(UOp.index_const(i) for i in range(k)))
+
+
+def lane_offset(idx: UOp, base: UOp) -> int | None:
+    """idx - base when it is a constant (both int sums over the same terms), else None."""
+    if idx is base:
+        return 0
+    (ta, ca), (tb, cb) = split_terms(idx), split_terms(base)
+    return ca - cb if ta == tb else None
+
+
+def vector_base(idx: UOp) -> UOp | None:
+    """i_0 of a vector index i_0 + STACK(0..k-1); None for a scalar index."""
+    if idx.op is Ops.ADD and idx.src[1].op is Ops.STACK and idx.shape != ():
+        return idx.src[0]
+    return None
+
+
+def reg_param(u: UOp) -> UOp | None:
+    """The REG accumulator PARAM under AFTERs, or None."""
+    while u.op is Ops.AFTER:
+        u = u.src[0]
+    return u if u.op is Ops.PARAM and u.arg.addrspace is AddrSpace.REG else None
+
+
+class Vectorizer:
+    """Unifies k lane copies into one (k,)-shaped op (memoized per tuple of lanes); None where they differ."""
+
+    def __init__(self, can_vector: Callable[[UOp], bool]):
+        self.can_vector = can_vector
+        self.memo: dict[tuple[UOp, ...], UOp | None] = {}
+
+    def unify(self, lanes: tuple[UOp, ...]) -> UOp | None:
+        if lanes not in self.memo:
+            self.memo[lanes] = self._unify(lanes)
+        return self.memo[lanes]
+
+    def _unify(self, lanes: tuple[UOp, ...]) -> UOp | None:
+        first = lanes[0]
+        if all(x is first for x in lanes):
+            return first  # the same in every lane: a scalar, broadcast by its users
+        op = first.op
+        if op is Ops.CONST and all(x.op is Ops.CONST and x.dtype is first.dtype for x in lanes):
+            return UOp(Ops.STACK, lanes) if self.can_vector(UOp(Ops.STACK, lanes)) else None
+        if any(x.op is not op or x.arg != first.arg or len(x.src) != len(first.src) for x in lanes):
+            return None
+        if op is Ops.INDEX:
+            return self._index(lanes)
+        srcs = [self.unify(tuple(x.src[i] for x in lanes)) for i in range(len(first.src))]
+        if any(s is None for s in srcs):
+            return None
+        out = UOp(op, tuple(srcs), first.arg, first.tag)  # type: ignore[arg-type]
+        if op is Ops.GROUP:
+            return out
+        if op is Ops.LOAD or op is Ops.STORE:
+            idx = out.src[0]
+            if idx.op is not Ops.INDEX or vector_base(idx.src[1]) is None or len(out.src) != (op is Ops.STORE) + 1:
+                return None  # a scalar address in every lane, or a gate: stays scalar
+        return out if self.can_vector(out) else None
+
+    def _index(self, lanes: tuple[UOp, ...]) -> UOp | None:
+        """k INDEXes of one buffer at i_0, i_0+1, ..., i_0+k-1 -> INDEX(buf, i_0 + STACK(0..k-1))."""
+        first = lanes[0]
+        if len(first.src) != 2 or any(x.src[0] is not first.src[0] for x in lanes):
+            return None
+        base = first.src[1]
+        if any(lane_offset(x.src[1], base) != i for i, x in enumerate(lanes)):
+            return None
+        k = len(lanes)
+        if (reg := reg_param(first.src[0])) is not None:  # an accumulator: whole, aligned vectors of its slots
+            if base.op is not Ops.CONST or base.arg.value % k or reg.shape[0] % k:
+                return None
+        return UOp(Ops.INDEX, (first.src[0], UOp(Ops.ADD, (base, iota(k)))))
+
+
+def _first_store(u: UOp) -> UOp | None:
+    while u.op is Ops.GROUP and u.src:
+        u = u.src[0]
+    return u if u.op is Ops.STORE else None
+
+
+def vectorize_lanes(srcs: tuple[UOp, ...], v: Vectorizer, lanes: Callable[[DType], int]) -> tuple[UOp, ...]:
+    """Runs of k consecutive STOREs (or GROUPs of them) among srcs unified into one vector STORE each."""
+    out: list[UOp] = []
+    i = 0
+    while i < len(srcs):
+        store = _first_store(srcs[i])
+        k = lanes(store.src[1].dtype) if store is not None else 0
+        run = srcs[i : i + k]
+        if k > 1 and len(run) == k and all(_first_store(x) is not None for x in run):
+            if (vec := v.unify(run)) is not None:
+                out.append(vec)
+                i += k
+                continue
+        out.append(srcs[i])
+        i += 1
+    return tuple(out)
+
+
+def vectorize(sink: UOp, lanes: Callable[[DType], int], can_vector: Callable[[UOp], bool]) -> UOp:
+    """Kernel SINK after isel -> the same kernel with lane copies as vector ops (see the module doc).
+    lanes(dtype): the vector width for a store of that dtype (< 2: none); can_vector(u): the target has u."""
+    v = Vectorizer(can_vector)
+    memo: dict[UOp, UOp] = {}
+    for u in sink.toposort():
+        src = tuple(memo[s] for s in u.src)
+        if u.op is Ops.GROUP or (u.op is Ops.AFTER and reg_param(u) is not None):
+            src = vectorize_lanes(src, v, lanes)
+        memo[u] = u if src == u.src else u.replace(src=src)
+    return memo[sink]

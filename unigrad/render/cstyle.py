@@ -3,17 +3,28 @@
 In: LINEAR from linearize (kernel params are PARAM(GLOBAL) buffers, named PARAMs are Variables,
 PARAM(REG) are accumulators). Out: the source of one function `name(data0, data1, ..., vars...)`.
 A language subclass only changes the tables (types, prelude, function signature).
+
+Vectors: a language with `vector_bytes` first runs isel's vector selection (pipeline/isel.vectorize) on the
+kernel and renders its (k,)-shaped values as GCC/clang vector types (`__attribute__((vector_size))`, typedefs
+`<dtype>_v<k>` per kernel): lane-wise ALU, contiguous loads/stores through the vector type (aligned where the
+index is a multiple of k, the allocator's alignment permitting), bools as int masks of the compared width
+(-1/0, as vector compares make them) and WHERE as a bit select. A REG accumulator with vector accesses is held
+as k-lane vector variables `acc<slot>_v<i>` (slot j is lane j%k of `_v<j//k>`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from unigrad.dtype import DType, dtypes
 from unigrad.ir.args import AddrSpace, AxisType
 from unigrad.ir.ops import GroupOp, Ops
+from unigrad.ir.symbolic import split_terms
 from unigrad.ir.uop import UOp
+from unigrad.pipeline.isel import reg_param, vector_base, vectorize
+from unigrad.pipeline.linearize import linearize
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,87 @@ def _nonneg(u: UOp) -> bool:
     return u.vmin >= 0
 
 
+def _vec(u: UOp) -> bool:
+    """A (k,)-shaped value, k >= 2 (PARAMs and the STACKs spelling their shapes have shapes too, but are no
+    values: a kernel's shape STACKs are of one dim, (size,), or none, a Variable's ())."""
+    if u.op not in GroupOp.ALU and u.op not in (Ops.LOAD, Ops.STACK, Ops.INDEX, Ops.BITCAST):
+        return False
+    return len(u.shape) == 1 and isinstance(u.shape[0], int) and u.shape[0] >= 2
+
+
+def _mask_bytes(u: UOp) -> int:
+    """The int width a bool vector is held in: the itemsize of the values compared (0: not a known mask)."""
+    if u.op in (Ops.CMPLT, Ops.CMPNE) and not u.src[0].dtype.is_bool:
+        return u.src[0].dtype.itemsize
+    if u.op in (Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR):
+        widths = {_mask_bytes(s) for s in u.src if _vec(s)}
+        scalars_ok = all(_vec(s) or s.op is Ops.CONST for s in u.src)
+        return widths.pop() if len(widths) == 1 and scalars_ok else 0
+    return 0
+
+
+def _multiple_of(u: UOp, k: int) -> bool:
+    """u is a multiple of k for every value of its ranges (each term's coefficient and the constant are)."""
+    terms, const = split_terms(u)
+    return const % k == 0 and all(c % k == 0 for _, c in terms)
+
+
+# dtypes the C vector extensions compute lane-wise exactly as the scalar code (no bool, half or bfloat16)
+VECTOR_DTYPES = frozenset(
+    {dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.uint16, dtypes.uint32}
+    | {dtypes.uint64, dtypes.float32, dtypes.float64, dtypes.index}
+)
+_INT_OF_SIZE = {1: dtypes.int8, 2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}
+
+
+def _num(u: UOp) -> bool:
+    return u.dtype in VECTOR_DTYPES
+
+
+def _bool_ok(u: UOp) -> bool:
+    return u.dtype.is_bool and _mask_bytes(u) > 0
+
+
+def _where_ok(u: UOp) -> bool:
+    c = u.src[0]
+    return _num(u) and (not _vec(c) or _mask_bytes(c) == u.dtype.itemsize)
+
+
+def _divmod_ok(u: UOp) -> bool:
+    d = u.src[1]
+    nonneg = u.dtype.is_unsigned or (_nonneg(u.src[0]) and _nonneg(d))
+    return _num(u) and u.dtype.is_int and nonneg and d.op is Ops.CONST and d.arg.value != 0
+
+
+def _cast_ok(u: UOp) -> bool:
+    return _num(u) and (_num(u.src[0]) or _bool_ok(u.src[0]))
+
+
+# which (k,)-shaped ops the C vector extensions render, one predicate per op
+VECTOR_OPS: dict[Ops, Callable[[UOp], bool]] = {
+    Ops.LOAD: _num,
+    Ops.STORE: lambda u: _num(u.src[1]),
+    Ops.GROUP: lambda u: True,
+    Ops.STACK: lambda u: _num(u) and all(s.op is Ops.CONST for s in u.src),  # a vector constant
+    Ops.ADD: _num,
+    Ops.MUL: _num,
+    Ops.MAX: _num,
+    Ops.RECIP: lambda u: u.dtype.is_float and _num(u),
+    Ops.CMPLT: lambda u: _num(u.src[0]),
+    Ops.CMPNE: lambda u: _num(u.src[0]) or _bool_ok(u),
+    Ops.AND: lambda u: (_num(u) and u.dtype.is_int) or _bool_ok(u),
+    Ops.OR: lambda u: (_num(u) and u.dtype.is_int) or _bool_ok(u),
+    Ops.XOR: lambda u: (_num(u) and u.dtype.is_int) or _bool_ok(u),
+    Ops.SHL: lambda u: _num(u) and u.dtype.is_int,
+    Ops.SHR: lambda u: _num(u) and u.dtype.is_int,
+    Ops.IDIV: _divmod_ok,
+    Ops.MOD: _divmod_ok,
+    Ops.WHERE: _where_ok,
+    Ops.CAST: _cast_ok,
+    Ops.BITCAST: lambda u: _num(u) and _num(u.src[0]) and u.dtype.itemsize == u.src[0].dtype.itemsize,
+}
+
+
 class CStyleLanguage:
     types: dict[DType, str] = {}
     prelude: str = ""
@@ -39,9 +131,96 @@ class CStyleLanguage:
     # ops that isel rewrites to primitives before rendering (pipeline/isel.py); a language with native
     # transcendental functions may drop EXP2/LOG2/SIN/SQRT from its set and map them in float_funcs
     decompose: frozenset[Ops] = GroupOp.Decomposed
+    vector_bytes: int = 0  # the widest vector register (0: scalar code only); k lanes of a dtype fill it
+    buffer_align: int = 0  # bytes every kernel buffer is aligned to (the device allocator's promise)
 
     def ctype(self, dt: DType) -> str:
         return self.types[dt]
+
+    # ---- vectors ----
+    def lanes(self, dt: DType) -> int:
+        """Lanes of a vector of dt (< 2: dt is not vectorized)."""
+        return self.vector_bytes // dt.itemsize if self.vector_bytes and dt in VECTOR_DTYPES else 0
+
+    def can_vector(self, u: UOp) -> bool:
+        rule = VECTOR_OPS.get(u.op)
+        return rule is not None and rule(u)
+
+    def vtype(self, u: UOp) -> str:
+        """The vector type name of a (k,)-shaped value: `<dtype>_v<k>`; bools are int masks."""
+        dt = _INT_OF_SIZE[_mask_bytes(u)] if u.dtype.is_bool else u.dtype
+        return f"{dt.name}_v{u.shape[0]}"
+
+    def vector_typedefs(self, uops: tuple[UOp, ...]) -> str:
+        """typedefs for every vector type the kernel uses: aligned `T` and element-aligned `T_u`."""
+        used: set[tuple[DType, int]] = set()
+        for u in uops:
+            if _vec(u):
+                dt = _INT_OF_SIZE[_mask_bytes(u)] if u.dtype.is_bool else u.dtype
+                used |= {(dt, u.shape[0]), (_INT_OF_SIZE[dt.itemsize], u.shape[0])}  # and its mask type (selects)
+        defs = []
+        for dt, k in sorted(used, key=lambda x: (x[0].name, x[1])):
+            name, size, el = f"{dt.name}_v{k}", dt.itemsize * k, self.ctype(dt)
+            defs.append(f"typedef {el} {name} __attribute__((vector_size({size})));")
+            defs.append(f"typedef {el} {name}_u __attribute__((vector_size({size}), aligned({dt.itemsize})));")
+        return "\n".join(defs)
+
+    def bcast(self, u: UOp, like: UOp, r: dict[UOp, str]) -> str:
+        """u as a vector of like's type: itself if it is one, else k copies of the scalar."""
+        if _vec(u):
+            return r[u]
+        if u.dtype.is_bool:  # a bool scalar as a mask
+            return f"(({self.vtype(like)}){{}}-(int)({r[u]}))" if like.dtype.is_bool else r[u]
+        return f"(({self.vtype(like)}){{{', '.join([r[u]] * like.shape[0])}}})"
+
+    def valu(self, u: UOp, r: dict[UOp, str]) -> str:
+        """One (k,)-shaped ALU op (sources may be scalars: C broadcasts them in binary ops)."""
+        op, dt, T = u.op, u.dtype, self.vtype(u)
+        a = [r[s] if _vec(s) or not s.dtype.is_bool else ("-1" if s.arg.value else "0") for s in u.src]
+        binops = {Ops.ADD: "+", Ops.MUL: "*", Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>"}
+        binops |= {Ops.IDIV: "/", Ops.MOD: "%"}
+        if op in binops:
+            return f"({a[0]}{binops[op]}{a[1]})"
+        if op is Ops.CMPNE and u.src[0].dtype.is_bool:
+            return f"({a[0]}^{a[1]})"
+        if op in (Ops.CMPLT, Ops.CMPNE):
+            return f"(({T})({a[0]}{'<' if op is Ops.CMPLT else '!='}{a[1]}))"
+        if op is Ops.RECIP:
+            return f"({self.render_const(1.0, dt)}/{a[0]})"
+        if op is Ops.CAST:
+            src = f"({a[0]}&1)" if u.src[0].dtype.is_bool else self.bcast(u.src[0], u, r)
+            return f"__builtin_convertvector({src}, {T})"
+        if op is Ops.BITCAST:
+            return f"(({T})({a[0]}))"
+        if op is Ops.MAX:
+            x, y = self.bcast(u.src[0], u, r), self.bcast(u.src[1], u, r)
+            mask = f"({x}!={x})|({x}>{y})" if dt.is_float else f"({x}>{y})"
+            return self.select(T, mask, x, y, dt)
+        if op is Ops.WHERE:
+            x, y = self.bcast(u.src[1], u, r), self.bcast(u.src[2], u, r)
+            return self.select(T, a[0], x, y, dt) if _vec(u.src[0]) else f"({a[0]}?{x}:{y})"
+        raise NotImplementedError(f"C renderer: no vector rule for {op} on {dt}")
+
+    def select(self, T: str, mask: str, x: str, y: str, dt: DType) -> str:
+        """mask ? x : y lane-wise, as bits: (x & m) | (y & ~m) (C has no vector ?:)."""
+        M = f"{_INT_OF_SIZE[dt.itemsize].name}_v{T.rsplit('_v', 1)[1]}"
+        return f"(({T})((({M})({x})&({M})({mask}))|(({M})({y})&~({M})({mask}))))"
+
+    def align(self, idx: UOp) -> str:
+        """The type suffix of a vector access at idx: "" (aligned) where the base index is a multiple of the lanes
+        and the buffer is aligned to a whole vector, else "_u" (element-aligned)."""
+        base, k = vector_base(idx.src[1]), idx.shape[0]
+        aligned = base is not None and self.buffer_align >= k * idx.dtype.itemsize and _multiple_of(base, k)
+        return "" if aligned else "_u"
+
+    # a target that streams large outputs past the caches overrides these (c.py: x86 non-temporal stores)
+    stream_prefix: str = "\0"  # how a streaming store's line starts
+    stream_prelude: str = ""  # declarations a kernel with streaming stores needs
+    stream_fence: str = ""  # the statement ending such a kernel (orders the streamed stores before its return)
+
+    def store_vector(self, u: UOp, ptr: str, value: str, aligned: bool, buffer_bytes: int) -> str:
+        """A contiguous vector store of value at ptr (aligned to a whole vector or not) into a buffer_bytes buffer."""
+        return f"*({self.vtype(u.src[0])}{'' if aligned else '_u'}*){ptr} = {value};"
 
     def render_const(self, v: object, dt: DType) -> str:
         if dt.is_bool:
@@ -120,7 +299,17 @@ class CStyleLanguage:
         return f"{self.kernel_prefix}void {sig.name}({', '.join(args)})"
 
     def render(self, name: str, linear: UOp) -> tuple[str, KernelSignature]:
+        if self.vector_bytes and linear.src and linear.src[-1].op is Ops.SINK:
+            linear = linearize(vectorize(linear.src[-1], self.lanes, self.can_vector))
         uops = linear.src
+        # REG accumulators with vector accesses are held as vectors of that many lanes
+        vec_regs: dict[UOp, int] = {}
+        for u in uops:
+            if u.op is Ops.INDEX and _vec(u) and (reg := reg_param(u.src[0])) is not None:
+                vec_regs[reg] = u.shape[0]
+        streamed = False
+        # a vector index base + STACK(0..k-1) is only an address unless some op other than INDEX uses its value
+        values = {s for u in uops if u.op is not Ops.INDEX for s in u.src}
         buffers = sorted({(u.arg.slot, u.arg.dtype) for u in uops if _is_global(u)})
         variables = sorted({u.arg.name for u in uops if u.op is Ops.PARAM and u.arg.name is not None})
         threads = [u for u in uops if u.op is Ops.RANGE and u.arg.axis_type is AxisType.THREAD]
@@ -140,6 +329,11 @@ class CStyleLanguage:
             if op is Ops.PARAM:
                 if u.arg.name is not None:
                     r[u] = u.arg.name
+                elif u.arg.addrspace is AddrSpace.REG and u in vec_regs:  # k-lane vectors of slots
+                    k = vec_regs[u]
+                    r[u] = f"acc{u.arg.slot}"
+                    names = ", ".join(f"acc{u.arg.slot}_v{j}" for j in range(u.shape[0] // k))
+                    emit(f"{u.dtype.name}_v{k} {names};")
                 elif u.arg.addrspace is AddrSpace.REG:  # one scalar per slot: the compiler keeps them in registers
                     r[u] = f"acc{u.arg.slot}"
                     names = ", ".join(f"acc{u.arg.slot}_{j}" for j in range(u.shape[0]))
@@ -148,10 +342,23 @@ class CStyleLanguage:
                     r[u] = f"data{u.arg.slot}"
             elif op is Ops.CONST:
                 r[u] = self.render_const(u.arg.value, u.dtype)
+            elif op is Ops.STACK and _vec(u) and all(x.op is Ops.CONST for x in u.src):  # a vector constant
+                r[u] = f"(({self.vtype(u)}){{{', '.join(self.render_const(x.arg.value, x.dtype) for x in u.src)}}})"
             elif op in (Ops.STACK, Ops.GROUP):
                 continue  # shapes of PARAMs, groups of stores: not code
             elif op is Ops.AFTER:
                 r[u] = r[u.src[0]]
+            elif op is Ops.INDEX and _vec(u):  # k contiguous elements from the base index
+                base = vector_base(u.src[1])
+                assert base is not None, f"{name}: a vector INDEX is base + STACK(0..k-1)"
+                if (reg := reg_param(u.src[0])) is not None:
+                    r[u] = f"{r[reg]}_v{base.arg.value // vec_regs[reg]}"
+                else:
+                    r[u] = f"({r[u.src[0]]}+{r[base]})"
+            elif op is Ops.INDEX and (reg := reg_param(u.src[0])) in vec_regs:  # one lane of a vector register
+                k = vec_regs[reg]  # type: ignore[index]
+                j = u.src[1].arg.value
+                r[u] = f"{r[u.src[0]]}_v{j // k}[{j % k}]"
             elif op is Ops.INDEX:
                 if _is_reg(u.src[0]):
                     if u.src[1].op is not Ops.CONST:
@@ -170,6 +377,24 @@ class CStyleLanguage:
             elif op is Ops.END:
                 depth -= 1
                 emit("}")
+            elif op is Ops.LOAD and _vec(u):
+                counter += 1
+                r[u] = v = f"val{counter}"
+                load = (
+                    r[u.src[0]]
+                    if _is_reg(u.src[0].src[0])
+                    else f"*({self.vtype(u)}{self.align(u.src[0])}*){r[u.src[0]]}"
+                )
+                emit(f"{self.vtype(u)} {v} = {load};")
+            elif op is Ops.STORE and _vec(u.src[0]):
+                idx, value = u.src[0], self.bcast(u.src[1], u.src[0], r)
+                if _is_reg(idx.src[0]):
+                    emit(f"{r[idx]} = {value};")
+                else:
+                    nbytes = idx.src[0].shape[0] * idx.dtype.itemsize if isinstance(idx.src[0].shape[0], int) else 0
+                    store = self.store_vector(u, r[idx], value, self.align(idx) == "", nbytes)
+                    streamed = streamed or store.startswith(self.stream_prefix)
+                    emit(store)
             elif op is Ops.LOAD:
                 counter += 1
                 v = f"val{counter}"
@@ -183,13 +408,24 @@ class CStyleLanguage:
                 emit(f"if ({r[u.src[2]]}) {store}" if len(u.src) == 3 else store)
             elif op is Ops.SINK:
                 continue
+            elif _vec(u) and u not in values and vector_base(u) is not None:
+                continue
+            elif _vec(u):
+                counter += 1
+                r[u] = v = f"alu{counter}"
+                emit(f"{self.vtype(u)} {v} = {self.valu(u, r)};")
             else:
                 counter += 1
                 v = f"alu{counter}"
                 r[u] = v
                 emit(f"{self.ctype(u.dtype)} {v} = {self.alu(u, [r[s] for s in u.src])};")
+        if streamed:
+            lines.append("  " + self.stream_fence)
         body = "\n".join(lines)
-        src = f"{self.prelude}\n{self.signature(sig)} {{\n{body}\n}}\n"
+        prelude = "\n".join(
+            p for p in (self.prelude, self.stream_prelude if streamed else "", self.vector_typedefs(uops)) if p
+        )
+        src = f"{prelude}\n{self.signature(sig)} {{\n{body}\n}}\n"
         return (src + self.thread_entry(sig) if sig.threads else src), sig
 
     def thread_entry(self, sig: KernelSignature) -> str:

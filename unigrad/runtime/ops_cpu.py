@@ -23,7 +23,7 @@ from unigrad.render.cstyle import KernelSignature
 from unigrad.runtime import Allocator, Compiled, Compiler, to_numpy_dtype
 from unigrad.runtime.cpu_pool import n_threads, pool
 
-ALIGN = 64
+ALIGN = CLanguage.buffer_align  # every buffer starts on a whole vector: the renderer emits aligned accesses
 
 
 class CPUAllocator(Allocator):

@@ -1,0 +1,164 @@
+"""Vector kernels: isel's vector selection + the C renderer's vector types give numpy's results on odd sizes and
+views, bit-identical to the scalar code (the PYTHON device runs the same kernel unvectorized) and to one thread."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from unigrad import Context, Tensor, dtypes
+from unigrad.ir.args import AxisType, KernelInfo
+from unigrad.ir.ops import Ops
+from unigrad.ir.uop import UOp
+from unigrad.pipeline.optimize import Opt, OptOps, axes
+from unigrad.render.c import STREAM_MIN_BYTES
+from unigrad.runtime import Buffer
+from unigrad.runtime import realize as rt
+
+SIZES = (0, 1, 7, 17, 1000003, 1 << 20)
+rng = np.random.default_rng(11)
+
+
+def floats(n: int, dtype: type = np.float32) -> np.ndarray:
+    x = rng.standard_normal(n).astype(dtype)
+    if n > 3:
+        x[:3] = (0.0, -0.0, np.nan)  # signed zeros and a nan go through every select
+    return x
+
+
+def sources() -> list[str]:
+    """The C source of every kernel the last realize ran."""
+    return [rt.get_kernel("CPU", ast).source for ast in rt.stats.last_kernels]
+
+
+# (name, unigrad fn, numpy fn) on float32 inputs a, b, c
+ELEMENTWISE: list[tuple[str, Callable, Callable]] = [
+    ("chain", lambda a, b, c: (a * b + c).relu() * 0.5 + a, lambda a, b, c: np.maximum(a * b + c, 0) * 0.5 + a),
+    ("maximum", lambda a, b, c: a.maximum(b) - c, lambda a, b, c: np.maximum(a, b) - c),
+    ("where", lambda a, b, c: (a < b).where(c, a * 2), lambda a, b, c: np.where(a < b, c, a * 2)),
+    ("cmp_cast", lambda a, b, c: (a != b).cast(dtypes.float32) + (a < c), lambda a, b, c: (a != b) + (a < c) * 1.0),
+    ("div", lambda a, b, c: a / (b * b + 1), lambda a, b, c: a / (b * b + 1)),
+    (
+        "to_int",
+        lambda a, b, c: (a * 100).cast(dtypes.int32) * 3 + 1,
+        lambda a, b, c: (a * 100).astype(np.int32) * 3 + 1,
+    ),
+]
+
+
+def _clean(*xs: np.ndarray) -> list[np.ndarray]:
+    return [np.nan_to_num(x, nan=0.5) for x in xs]
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("name,fn,ref", ELEMENTWISE, ids=[e[0] for e in ELEMENTWISE])
+def test_elementwise_matches_numpy(n: int, name: str, fn: Callable, ref: Callable) -> None:
+    a, b, c = floats(n), floats(n), floats(n)
+    if name == "to_int":  # float -> int of a nan is undefined in C
+        a, b, c = _clean(a, b, c)
+    got = fn(*(Tensor(x) for x in (a, b, c))).numpy()
+    with np.errstate(all="ignore"):
+        want = ref(a, b, c).astype(got.dtype)
+    if name == "div":  # a * (1/b) in isel: within an ulp or two of numpy's a / b
+        np.testing.assert_allclose(got, want, rtol=3e-7)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_reductions_match_numpy(n: int) -> None:
+    a = np.nan_to_num(floats(n))
+    t = Tensor(a)
+    np.testing.assert_allclose(t.sum().numpy(), a.sum(dtype=np.float64), rtol=1e-5, atol=1e-3)
+    if n:
+        assert t.max().numpy() == a.max()
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda x: x[::2],
+        lambda x: x.reshape(1000, 1000).T,
+        lambda x: x.reshape(1000, 1000)[:, 1:999],
+        lambda x: x.reshape(1000, 1000)[:, :1] + x.reshape(1000, 1000)[:1, :] * 0,
+    ],
+    ids=["stride2", "transpose", "shrink", "broadcast"],
+)
+def test_views_match_numpy(view: Callable) -> None:
+    a, b = floats(1000 * 1000), floats(1000 * 1000)
+    ua, ub = Tensor(a), Tensor(b)
+    got = (view(ua) * 2 + view(ub)).relu().numpy()
+    want = np.maximum(view(a) * 2 + view(b), 0)
+    np.testing.assert_array_equal(got, want)
+    clean = np.nan_to_num(a)
+    np.testing.assert_allclose(view(Tensor(clean)).sum().numpy(), view(clean).sum(), rtol=1e-4, atol=1e-2)
+
+
+def test_one_thread_bit_identical() -> None:
+    a, b, c = (np.nan_to_num(floats(1 << 20)) for _ in range(3))
+    outs = []
+    for threads in (0, 1):
+        with Context(THREADS=threads):
+            ua, ub, uc = (Tensor(x) for x in (a, b, c))
+            outs.append(((ua * ub + uc).relu().numpy(), ua.sum().numpy(), (ua * ub).sum().numpy()))
+    for x, y in zip(*outs):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_vector_types_and_streaming_stores() -> None:
+    """A contiguous elementwise kernel is one vector op per 16 floats; an output past STREAM_MIN_BYTES streams."""
+    for n, streamed in ((1 << 20, False), (STREAM_MIN_BYTES // 4, True)):
+        a = Tensor(floats(n))
+        (a * 2 + 1).realize()
+        (src,) = sources()
+        assert "float32_v16 " in src and "data1[" not in src, src
+        assert ("nt_store(" in src) is streamed
+    Tensor(floats(1 << 20)).sum().realize()
+    assert "float32_v16 acc0_v0, acc0_v1;" in sources()[0]  # split accumulators held as two vectors
+
+
+# ---------------------------------------------------------------- vector code == scalar code, op by op
+
+
+def kernel_of(out: Tensor, device: str) -> tuple[UOp, list[Buffer]]:
+    (k,) = rt.kernelize([out.uop], device)
+    (call,) = [u for u in k.toposort() if u.op is Ops.CALL]
+    return call.src[0], [rt.buffer_of(b) for b in call.src[1:]]
+
+
+def run_upcast(fn: Callable, inputs: list[np.ndarray], device: str) -> tuple[np.ndarray, str]:
+    """fn's single kernel with its innermost axis upcast by 16 lanes, run on device: (output, source)."""
+    ast, bufs = kernel_of(fn(*(Tensor(x, device=device).realize() for x in inputs)), device)
+    inner = axes(ast).index(max((r for r in axes(ast) if r.arg.axis_type is AxisType.LOOP), key=lambda r: r.arg.id))
+    ast = ast.replace(arg=KernelInfo(ast.arg.name, (Opt(OptOps.SPLIT, inner, (16, AxisType.UPCAST, False)),)))
+    ck = rt.get_kernel(device, ast)
+    for b in bufs:
+        b.ensure_allocated()
+    ck.program(bufs, {})
+    return bufs[0].numpy().copy(), ck.source
+
+
+SCALAR_CHECKS: list[tuple[str, Callable, type]] = [
+    ("exp", lambda a: a.exp(), np.float32),  # isel's exp2: bitcasts, shifts, int math, selects
+    ("log", lambda a: a.abs().log(), np.float32),
+    ("sqrt", lambda a: a.abs().sqrt(), np.float32),
+    ("sigmoid", lambda a: a.sigmoid(), np.float32),
+    ("float64", lambda a: (a * a + 1).maximum(a), np.float64),
+    ("int_math", lambda a: ((a * a) // 3 + a % 5) ^ (a << 2), np.uint32),  # signed // and % are helper calls
+    ("bool_logic", lambda a: ((a > 0) & (a < 3) | (a == -2)).where(a, -a), np.int32),
+]
+
+
+@pytest.mark.parametrize("name,fn,dtype", SCALAR_CHECKS, ids=[c[0] for c in SCALAR_CHECKS])
+def test_vector_kernel_equals_scalar_interpreter(name: str, fn: Callable, dtype: type) -> None:
+    """The PYTHON device interprets the scalar lane copies; the CPU renders them as vectors: same bits."""
+    if np.issubdtype(dtype, np.integer):
+        x = rng.integers(0 if name == "int_math" else -50, 50, (4, 32)).astype(dtype)
+    else:
+        x = (rng.standard_normal((4, 32)) * 4).astype(dtype)
+    got, src = run_upcast(fn, [x], "CPU")
+    want, _ = run_upcast(fn, [x], "PYTHON")
+    assert "_v16 " in src or "_v8 " in src, f"{name}: not vectorized\n{src}"
+    np.testing.assert_array_equal(got, want)
