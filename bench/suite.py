@@ -8,7 +8,8 @@ Workloads (sizes in FULL below; `--quick` uses QUICK for CI smoke runs: arrays 1
   4. matmul        a @ b, float32, n = 512, 1024, 2048
   5. conv2d        batch 32, 32 -> 64 channels, 3x3, 32x32 input, padding 1: forward, and forward + backward
                    (the loss `.sum()` and both gradients); numpy: forward only (sliding windows + tensordot)
-  6. MLP step      one Adam training step of a 64 -> 128 -> 10 MLP on scikit-learn's digits, batch 64 (the
+  6. MLP step      one Adam training step of a 64 -> 128 -> 10 MLP on scikit-learn's digits, batch 64, eager and
+                   under TinyJit (its losses must equal the eager step's exactly) (the
                    batch is not shrunk by --quick); numpy n/a
   7. overhead      build and realize a fresh 200-op elementwise graph on 4-element tensors (bench.micro's chain)
                    with warm schedule and program caches: unigrad's Python cost per graph; numpy and torch run
@@ -62,7 +63,7 @@ import torch.nn.functional as F
 from numpy.lib.stride_tricks import sliding_window_view
 
 from bench.micro import N_OPS, chain, chain_consts, inputs, tensors
-from unigrad import Tensor, config, nn
+from unigrad import Tensor, TinyJit, config, nn
 from unigrad.nn import optim
 from unigrad.runtime import realize as rt
 
@@ -383,10 +384,15 @@ def bench_mlp(s: Sizes) -> list[Row]:
     torch.manual_seed(SEED)
     tmodel = torch.nn.Sequential(torch.nn.Linear(64, s.mlp_hidden), torch.nn.ReLU(), torch.nn.Linear(s.mlp_hidden, 10))
     umodel = UnigradMLP(tmodel)  # the same initial weights
+    jmodel = UnigradMLP(tmodel)  # ... for the TinyJit step
+    jopt = optim.Adam(jmodel.parameters(), lr=lr)
     topt = torch.optim.Adam(tmodel.parameters(), lr=lr)
     uopt = optim.Adam(umodel.parameters(), lr=lr)
     tbatches = itertools.cycle([(torch.from_numpy(x), torch.from_numpy(y)) for x, y in batches])
     ubatches: Iterator[tuple[Tensor, Tensor]] = itertools.cycle(
+        [(Tensor(x).realize(), Tensor(y).realize()) for x, y in batches]
+    )
+    jbatches: Iterator[tuple[Tensor, Tensor]] = itertools.cycle(
         [(Tensor(x).realize(), Tensor(y).realize()) for x, y in batches]
     )
 
@@ -397,6 +403,17 @@ def bench_mlp(s: Sizes) -> list[Row]:
         loss.backward()
         Tensor.realize(loss, *uopt.schedule_step())  # the loss with the update, in one schedule
         return loss
+
+    @TinyJit
+    def jit_body(x: Tensor, y: Tensor) -> Tensor:  # the same step: replayed from the third call on
+        jopt.zero_grad()
+        loss = jmodel(x).sparse_categorical_crossentropy(y)
+        loss.backward()
+        Tensor.realize(loss, *jopt.schedule_step())
+        return loss
+
+    def jit_step() -> Tensor:
+        return jit_body(*next(jbatches))
 
     def torch_step() -> torch.Tensor:
         x, y = next(tbatches)
@@ -410,23 +427,29 @@ def bench_mlp(s: Sizes) -> list[Row]:
     ok, err = None, ""
     try:
         ulosses = [unigrad_step().item() for _ in range(verify_steps)]
+        jlosses = [jit_step().item() for _ in range(verify_steps)]
         tlosses = [torch_step().item() for _ in range(verify_steps)]
         oks = [
             check("mlp losses", np.array(ulosses), np.array(tlosses), rtol=1e-4, atol=1e-5),
+            check("mlp jit losses", np.array(jlosses), np.array(ulosses), rtol=0, atol=0),
             check("mlp weight", umodel.l1.weight.numpy(), tmodel[0].weight.detach().numpy(), rtol=1e-4, atol=1e-5),
         ]
         ok = all(oks)
     except Exception as e:
         traceback.print_exc()
         err = f"{type(e).__name__}: {e}"
-    ug = None
+    ug = jt = None
+    jerr = err
     if not err:
         ug, _, err = measure_unigrad(unigrad_step, s)
+        jt, _, jerr = measure_unigrad(jit_step, s)
     th_t, _ = measure(torch_step, s)
     name = f"MLP 64-{s.mlp_hidden}-10 Adam step, batch {s.mlp_batch}"
     row = Row("mlp_step", name, ug, None, th_t, s.mlp_batch, "samples/s", ok, err)
     row.notes.append("numpy n/a")
-    return [row]
+    jrow = Row("mlp_step_jit", name + " (TinyJit)", jt, None, th_t, s.mlp_batch, "samples/s", ok, jerr)
+    jrow.notes.append("numpy n/a")
+    return [row, jrow]
 
 
 # ---------------------------------------------------------------- (7) Python overhead of a small graph

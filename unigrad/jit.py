@@ -168,6 +168,7 @@ class TinyJit(Generic[ReturnType]):
         for buf, n in self.plan.rng:  # the generator counter is an input: the next offsets, every replay
             buf.copyin(rng.next_state(n))
         self.plan.run(bufs, var_vals)
+        rt.stats.kernels += self.plan.n_kernels
         new_inputs = {old: _base_buffer(t.uop) for old, t in zip(self._input_uops, tensors)}
         outs = []
         for u in self._output_uops:
