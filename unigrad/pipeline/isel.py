@@ -218,9 +218,12 @@ def vectorize_lanes(srcs: tuple[UOp, ...], v: Vectorizer, lanes: Callable[[DType
 def vectorize(sink: UOp, lanes: Callable[[DType], int], can_vector: Callable[[UOp], bool]) -> UOp:
     """Kernel SINK after isel -> the same kernel with lane copies as vector ops (see the module doc).
     lanes(dtype): the vector width for a store of that dtype (< 2: none); can_vector(u): the target has u."""
+    topo = sink.toposort()
+    if any(u.op is Ops.LOAD and len(u.src) == 3 for u in topo):
+        return sink  # gated loads (padding) stay scalar lanes beside vectors: measured slower (conv 2.5x)
     v = Vectorizer(can_vector)
     memo: dict[UOp, UOp] = {}
-    for u in sink.toposort():
+    for u in topo:
         src = tuple(memo[s] for s in u.src)
         if u.op is Ops.GROUP or (u.op is Ops.AFTER and reg_param(u) is not None):
             src = vectorize_lanes(src, v, lanes)
