@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from unigrad.helpers import tree_fill, tree_flatten
 from unigrad.ir.args import FunctionArg, ParamArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
@@ -38,28 +39,18 @@ class Traced:
     devices: tuple[str, ...]
 
 
-def _find_tensors(x: Any, found: dict[int, int], tensors: list[Tensor]) -> Any:
-    """x's structure with each Tensor replaced by ("<tensor>", k), k its index among distinct tensors."""
-    if isinstance(x, Tensor):
-        if id(x) not in found:
-            found[id(x)] = len(tensors)
-            tensors.append(x)
-        return ("<tensor>", found[id(x)])
-    if isinstance(x, (list, tuple)):
-        return type(x)(_find_tensors(v, found, tensors) for v in x)
-    if isinstance(x, dict):
-        return {k: _find_tensors(v, found, tensors) for k, v in x.items()}
-    return x
+def _is_tensor(x: Any) -> bool:
+    return isinstance(x, Tensor)
 
 
-def _fill(x: Any, values: list[Any]) -> Any:
-    if isinstance(x, tuple) and len(x) == 2 and x[0] == "<tensor>":
-        return values[x[1]]
-    if isinstance(x, (list, tuple)):
-        return type(x)(_fill(v, values) for v in x)
-    if isinstance(x, dict):
-        return {k: _fill(v, values) for k, v in x.items()}
-    return x
+def _no_value_output(name: str) -> Callable[[Any], Any]:
+    def refuse(v: Any) -> Any:
+        raise TypeError(
+            f"@function {name}: it returned a {type(v).__name__}; a traced function returns Tensors (or lists/"
+            "tuples/dicts of them): other values would be frozen at their traced value"
+        )
+
+    return refuse
 
 
 class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
@@ -87,8 +78,7 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
                 raise TypeError("function(...): decorate a function, e.g. @function(precompile=True)")
             self._wrap(args[0])
             return self
-        tensors: list[Tensor] = []
-        structure = _find_tensors((args, kwargs), {}, tensors)
+        structure, tensors = tree_flatten((args, kwargs), _is_tensor, dedupe=True)
         key = self._key(structure, tensors)
         traced = self.traces.get(key) if key is not None else None
         if traced is None:
@@ -104,7 +94,7 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
             if traced.closure_grad[i] or any(t.requires_grad for t in tensors):
                 out._join_autograd()
             outs.append(out)
-        return _fill(traced.structure, outs)
+        return tree_fill(traced.structure, outs)
 
     def _key(self, structure: Any, tensors: list[Tensor]) -> Any:
         key = (repr(structure), tuple((t.shape, t.dtype, t.device) for t in tensors))
@@ -120,30 +110,10 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
             Tensor(UOp(Ops.PARAM, (UOp.shape_src(t.shape),), ParamArg(k, t.dtype, t.device)), device=t.device)
             for k, t in enumerate(tensors)
         ]
-        f_args, f_kwargs = _fill(structure, params)
+        f_args, f_kwargs = tree_fill(structure, params)
         result = self.fxn(*f_args, **f_kwargs)
-        found: dict[int, int] = {}
-        outs: list[Tensor] = []
-        out_structure = _find_tensors(result, found, outs)
-        _check_outputs(self.name, result)
+        out_structure, outs = tree_flatten(result, _is_tensor, _no_value_output(self.name), dedupe=True)
         if not outs:
             raise TypeError(f"@function {self.name}: the function returned no Tensor; return the Tensors it computes")
         body = UOp(Ops.TUPLE, tuple(o.uop for o in outs))
         return Traced(body, out_structure, tuple(bool(o.requires_grad) for o in outs), tuple(o.device for o in outs))
-
-
-def _check_outputs(name: str, x: Any) -> None:
-    if isinstance(x, Tensor):
-        return
-    if isinstance(x, (list, tuple)):
-        for v in x:
-            _check_outputs(name, v)
-        return
-    if isinstance(x, dict):
-        for v in x.values():
-            _check_outputs(name, v)
-        return
-    raise TypeError(
-        f"@function {name}: it returned a {type(x).__name__}; a traced function returns Tensors (or lists/tuples/"
-        "dicts of them): other values would be frozen at their traced value"
-    )

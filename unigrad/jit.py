@@ -18,7 +18,9 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from unigrad.api import random as rng
+from unigrad.helpers import tree_fill, tree_flatten
 from unigrad.ir.ops import Ops
+from unigrad.ir.sint import bound_vars, unbind
 from unigrad.ir.uop import UOp
 from unigrad.runtime import jit
 from unigrad.runtime import realize as rt
@@ -30,53 +32,25 @@ ReturnType = TypeVar("ReturnType")
 __all__ = ["JitError", "TinyJit"]
 
 
-def _flatten(x: Any, tensors: list[Tensor], bound: list[UOp]) -> Any:
-    """The structure of x with every Tensor replaced by its index in `tensors` (a marker) and bound Variables
-    collected; used to check that non-Tensor arguments do not change between calls."""
-    if isinstance(x, Tensor):
-        tensors.append(x)
-        return ("<tensor>", len(tensors) - 1)
-    if isinstance(x, UOp):
-        if x.op is Ops.PARAM and x.arg.name is not None and len(x.src) == 4:
-            bound.append(x)
-            return ("<var>", x.arg.name)
-        return x
-    if isinstance(x, (list, tuple)):
-        return type(x)(_flatten(v, tensors, bound) for v in x)
-    if isinstance(x, dict):
-        return {k: _flatten(v, tensors, bound) for k, v in x.items()}
-    return x
+def _is_input(x: Any) -> bool:
+    """A leaf of a jitted function's arguments: a Tensor or a bound Variable (its value changes per call)."""
+    return isinstance(x, Tensor) or (isinstance(x, UOp) and x.op is Ops.PARAM and bound_vars(x) == [x])
 
 
-def _rebuild(x: Any, tensors: list[Tensor], bound: dict[str, UOp]) -> Any:
-    """The arguments back from their structure: markers replaced by the tensors and bound Variables."""
-    if isinstance(x, tuple) and len(x) == 2 and x[0] == "<tensor>":
-        return tensors[x[1]]
-    if isinstance(x, tuple) and len(x) == 2 and x[0] == "<var>":
-        return bound[x[1]]
-    if isinstance(x, (list, tuple)):
-        return type(x)(_rebuild(v, tensors, bound) for v in x)
-    if isinstance(x, dict):
-        return {k: _rebuild(v, tensors, bound) for k, v in x.items()}
-    return x
+def _leaf_kind(x: Any) -> str:
+    return "tensor" if isinstance(x, Tensor) else f"Variable {x.arg.name}"
 
 
-def _dim_key(d: Any) -> Any:
-    """A shape entry as a replay must match it: ints exactly, symbolic dims by their unbound form."""
-    if isinstance(d, UOp):
-        bound = [v for v in d.toposort() if v.op is Ops.PARAM and v.arg.name is not None and len(v.src) == 4]
-        return d.substitute({v: v.unbind()[0] for v in bound}) if bound else d
-    return d
+def _no_value_output(name: str) -> Callable[[Any], Any]:
+    def refuse(v: Any) -> Any:
+        if v is None:
+            return None
+        raise JitError(
+            f"TinyJit({name}): the function returned a {type(v).__name__}; a replay could only return its value "
+            "from the capture. Return Tensors (or lists/tuples/dicts of them) and read values outside the function"
+        )
 
-
-def _bound_vars(t: Tensor) -> dict[str, int]:
-    out = {}
-    for d in t.shape:
-        if isinstance(d, UOp):
-            for v in d.toposort():
-                if v.op is Ops.PARAM and v.arg.name is not None and len(v.src) == 4:
-                    out[v.arg.name] = v.src[3].arg.value
-    return out
+    return refuse
 
 
 def _base_buffer(u: UOp) -> UOp | None:
@@ -114,7 +88,7 @@ class TinyJit(Generic[ReturnType]):
         self._signature: list[tuple[Any, Any, str]] = []
         self._structure: Any = None
         self._input_uops: list[UOp] = []
-        self._outputs: Any = None
+        self._out_structure: Any = None
         self._output_uops: list[UOp] = []
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -123,30 +97,29 @@ class TinyJit(Generic[ReturnType]):
 
     # ---------------------------------------------------------------- calls
     def __call__(self, *args: Any, **kwargs: Any) -> ReturnType:
-        tensors: list[Tensor] = []
-        bound: list[UOp] = []
-        structure = _flatten((args, kwargs), tensors, bound)
-        tensors = [_plain_input(t) for t in tensors]
-        args, kwargs = _rebuild(structure, tensors, {v.arg.name: v for v in bound})
+        structure, leaves = tree_flatten((args, kwargs), _is_input)
+        leaves = [_plain_input(x) if isinstance(x, Tensor) else x for x in leaves]
+        args, kwargs = tree_fill(structure, leaves)
+        structure = (structure, tuple(_leaf_kind(x) for x in leaves))  # what must not change between calls
+        tensors = [x for x in leaves if isinstance(x, Tensor)]
         bufs = [rt.buffer_of(t.uop) for t in tensors]
         self._check_distinct(tensors, bufs)
+        bound = [x for x in leaves if isinstance(x, UOp)] + [v for t in tensors for d in t.shape for v in bound_vars(d)]
         var_vals = {v.arg.name: v.src[3].arg.value for v in bound}
-        for t in tensors:
-            var_vals.update(_bound_vars(t))
         if self.plan is not None:
             return self._replay(structure, tensors, bufs, var_vals)
         self.cnt += 1
         if self.cnt == 1:  # run as written; realize like a replay would (outputs and writes are done on return)
             with jit.running(self.name):
                 out = self.fxn(*args, **kwargs)
-                _realize_all(_output_tensors(self.name, out))
+                _realize_all(tree_flatten(out, _is_tensor, _no_value_output(self.name))[1])
             return out
         return self._capture(structure, tensors, bufs, args, kwargs)
 
     def _capture(self, structure: Any, tensors: list[Tensor], bufs: list[Any], args: Any, kwargs: Any) -> Any:
         with jit.running(self.name), jit.capture() as cap:
             out = self.fxn(*args, **kwargs)
-            outs = _output_tensors(self.name, out)
+            self._out_structure, outs = tree_flatten(out, _is_tensor, _no_value_output(self.name))
             _realize_all(outs)
         if not any(st.program is not None for st in cap.steps):
             raise JitError(
@@ -158,7 +131,6 @@ class TinyJit(Generic[ReturnType]):
         self._signature = [self._sig(t) for t in tensors]
         self._structure = structure
         self._input_uops = [_base_buffer(t.uop) for t in tensors]  # type: ignore[misc]
-        self._outputs = out
         self._output_uops = [t.uop for t in outs]
         return out
 
@@ -176,12 +148,12 @@ class TinyJit(Generic[ReturnType]):
             if base is not None and base in new_inputs:  # the function returned (a view of) an input
                 u = u.substitute({base: new_inputs[base]})  # type: ignore[dict-item]
             outs.append(Tensor(u))
-        return _replace_outputs(self._outputs, iter(outs))
+        return tree_fill(self._out_structure, outs)
 
     # ---------------------------------------------------------------- checks
     @staticmethod
     def _sig(t: Tensor) -> tuple[Any, Any, str]:
-        return tuple(_dim_key(d) for d in t.shape), t.dtype, t.device
+        return tuple(unbind(d) for d in t.shape), t.dtype, t.device  # symbolic dims match for every value
 
     def _check_distinct(self, tensors: list[Tensor], bufs: list[Any]) -> None:
         seen: dict[int, int] = {}
@@ -229,29 +201,5 @@ def _same(a: Any, b: Any) -> bool:
         return a is b
 
 
-def _output_tensors(name: str, out: Any) -> list[Tensor]:
-    """The Tensors a jitted function returned: a Tensor, None, or (nested) lists/tuples/dicts of Tensors."""
-    if out is None:
-        return []
-    if isinstance(out, Tensor):
-        return [out]
-    if isinstance(out, (list, tuple)):
-        return [t for v in out for t in _output_tensors(name, v)]
-    if isinstance(out, dict):
-        return [t for v in out.values() for t in _output_tensors(name, v)]
-    raise JitError(
-        f"TinyJit({name}): the function returned a {type(out).__name__}; a replay could only return its value from "
-        "the capture. Return Tensors (or lists/tuples/dicts of them) and read values outside the function"
-    )
-
-
-def _replace_outputs(out: Any, new: Any) -> Any:
-    if out is None:
-        return None
-    if isinstance(out, Tensor):
-        return next(new)
-    if isinstance(out, (list, tuple)):
-        return type(out)(_replace_outputs(v, new) for v in out)
-    if isinstance(out, dict):
-        return {k: _replace_outputs(v, new) for k, v in out.items()}
-    return out
+def _is_tensor(x: Any) -> bool:
+    return isinstance(x, Tensor)
