@@ -148,3 +148,52 @@ def test_errors():
         function(lambda x: [])(Tensor(rand(2)))
     with pytest.raises(TypeError, match="decorate a function"):
         function(precompile=True)(1, 2)
+
+
+def _clip_grad(g: Tensor, x: Tensor, scale: float) -> tuple[Tensor]:
+    return ((g * scale).clip(-1, 1),)  # a straight-through rule: not the body's derivative
+
+
+@pytest.mark.parametrize("precompile", MODES)
+def test_own_backward_rule_replaces_the_body_derivative(precompile):
+    """function(fxn, backward=rule): autodiff calls the rule (with the call's non-Tensor arguments) instead of
+    differentiating the body; the forward is unchanged; a second output and a closed-over weight work too."""
+    calls = []
+
+    def rule(g: Tensor, x: Tensor, scale: float) -> tuple[Tensor]:
+        calls.append(scale)
+        return _clip_grad(g, x, scale)
+
+    f = function(lambda x, scale: (x * scale).round(), backward=rule, precompile=precompile)
+    xs = rand(7)
+    x = Tensor(xs, requires_grad=True)
+    y = f(x, 3.0)
+    np.testing.assert_allclose(y.numpy(), np.round(xs * 3.0), atol=1e-6)  # round() alone has zero gradient
+    g = rand(7)
+    (y * Tensor(g)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.clip(g * 3.0, -1, 1), atol=1e-6)
+    assert calls == [3.0]
+
+
+def test_own_backward_rule_with_two_outputs_and_errors():
+    def rule(gs: list, a: Tensor, b: Tensor) -> tuple:
+        ga, gb = gs
+        return (None if ga is None else ga * 2, None if gb is None else gb * 3)
+
+    f = function(lambda a, b: (a + 0, b + 0), backward=rule)
+    a, b = Tensor(rand(4), requires_grad=True), Tensor(rand(4), requires_grad=True)
+    p, q = f(a, b)
+    (p.sum() + q.sum() * 2).backward()
+    np.testing.assert_allclose(a.grad.numpy(), np.full(4, 2.0))
+    np.testing.assert_allclose(b.grad.numpy(), np.full(4, 6.0))
+    a.grad = b.grad = None
+    f(a, b)[0].sum().backward()  # the second output unused: its gradient is None
+    np.testing.assert_allclose(a.grad.numpy(), np.full(4, 2.0))
+    assert b.grad is None or np.all(b.grad.numpy() == 0)
+
+    short = function(lambda a, b: a * b, backward=lambda g, a, b: (g,))
+    with pytest.raises(TypeError, match="backward returned 1 gradients for 2 Tensors"):
+        short(a, b).sum().backward()
+    wrong = function(lambda a: a * 2, backward=lambda g, a: (g.sum(),))
+    with pytest.raises(ValueError, match=r"gradient of shape \(\) for \(4,\)"):
+        wrong(a).sum().backward()

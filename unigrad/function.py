@@ -8,7 +8,10 @@ non-Tensor arguments): later calls with other tensors of the same kind reuse it 
 
 Scheduling resolves a FUNCTION by substituting PARAM(k) -> a_k (inlined: it fuses with its callers), or, with
 `@function(precompile=True)`, lowers it into its own kernels (an opaque CALL: the arguments are materialized and
-the body is scheduled alone, once per body). Gradients flow through either as through the inlined code.
+the body is scheduled alone, once per body). Gradients flow through either as through the inlined code, unless
+the function has its own rule: `function(fxn, backward=bwd)` makes autodiff call `bwd(grad, *args, **kwargs)`
+(Tensors in, one gradient per Tensor argument out) instead of differentiating the body (convolutions use it: their
+gradients are convolutions, not the scatter that differentiating the sliding windows would give).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class Traced:
     structure: Any
     closure_grad: tuple[bool, ...]
     devices: tuple[str, ...]
+    rule: Callable[[tuple[UOp | None, ...], tuple[UOp, ...]], tuple[UOp | None, ...]] | None = None
 
 
 def _is_tensor(x: Any) -> bool:
@@ -57,8 +61,15 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
     """`@function` or `@function(precompile=True)` on a function of Tensors returning a Tensor or a (nested)
     list/tuple/dict of Tensors."""
 
-    def __init__(self, fxn: Callable[..., Any] | None = None, *, precompile: bool = False):
+    def __init__(
+        self,
+        fxn: Callable[..., Any] | None = None,
+        *,
+        precompile: bool = False,
+        backward: Callable[..., Any] | None = None,
+    ):
         self.precompile = precompile
+        self.backward = backward
         self.traces: dict[Any, Traced] = {}
         self.fxn: Callable[..., Any] | None = None
         if fxn is not None:
@@ -85,7 +96,8 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
             traced = self._trace(structure, tensors)
             if key is not None:
                 self.traces[key] = traced
-        fn = UOp(Ops.FUNCTION, (traced.body, *(t.uop for t in tensors)), FunctionArg(self.name, self.precompile))
+        arg = FunctionArg(self.name, self.precompile, traced.rule)
+        fn = UOp(Ops.FUNCTION, (traced.body, *(t.uop for t in tensors)), arg)
         if self.precompile:
             rt.precompiled.add(fn)
         outs = []
@@ -116,4 +128,28 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
         if not outs:
             raise TypeError(f"@function {self.name}: the function returned no Tensor; return the Tensors it computes")
         body = UOp(Ops.TUPLE, tuple(o.uop for o in outs))
-        return Traced(body, out_structure, tuple(bool(o.requires_grad) for o in outs), tuple(o.device for o in outs))
+        devices = tuple(o.device for o in outs)
+        rule = None if self.backward is None else self._rule(structure, [t.device for t in tensors], devices)
+        return Traced(body, out_structure, tuple(bool(o.requires_grad) for o in outs), devices, rule)
+
+    def _rule(self, structure: Any, in_devices: list[str], out_devices: tuple[str, ...]) -> Callable[..., Any]:
+        """The UOp-level gradient rule of one trace: `backward(grad, *args, **kwargs)` on Tensors (grad: the output's
+        gradient, or a list of them for several outputs; None where an output gets none) returns one gradient per
+        Tensor argument, in the order the Tensors appear in the arguments (None for no gradient)."""
+        backward = self.backward
+        assert backward is not None
+        name = self.name
+
+        def rule(out_grads: tuple[UOp | None, ...], args: tuple[UOp, ...]) -> tuple[UOp | None, ...]:
+            f_args, f_kwargs = tree_fill(structure, [Tensor(a, device=d) for a, d in zip(args, in_devices)])
+            gs = [None if g is None else Tensor(g, device=d) for g, d in zip(out_grads, out_devices)]
+            res = backward(gs[0] if len(gs) == 1 else gs, *f_args, **f_kwargs)
+            res = res if isinstance(res, (tuple, list)) else (res,)
+            if len(res) != len(args):
+                raise TypeError(f"@function {name}: backward returned {len(res)} gradients for {len(args)} Tensors")
+            for g, a in zip(res, args):
+                if g is not None and tuple(g.shape) != tuple(a.shape):
+                    raise ValueError(f"@function {name}: backward gave a gradient of shape {g.shape} for {a.shape}")
+            return tuple(None if g is None else g.uop for g in res)
+
+        return rule

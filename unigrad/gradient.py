@@ -293,15 +293,26 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
     if tuple(root_grad.shape) != tuple(root.shape):
         raise ValueError(f"compute_gradient: root gradient shape {root_grad.shape} != root shape {root.shape}")
     order = root.toposort()
-    if any(u.op is Ops.FUNCTION for u in order):  # @function calls: differentiate the inlined bodies
-        root = inline_functions(root)
+    if any(u.op is Ops.FUNCTION for u in order):  # @function calls: differentiate the inlined bodies, or use the
+        root = inline_functions(root, keep=lambda fn: fn.arg.backward is not None)  # function's own rule
         order = root.toposort()
     on_path: set[UOp] = set()  # nodes with a float path down to a target
     for u in order:
-        if u in targets or (u.dtype.is_float and any(s in on_path for s in u.src)):
+        if u in targets or ((u.dtype.is_float or u.op is Ops.FUNCTION) and any(s in on_path for s in u.src)):
             on_path.add(u)
     grads: dict[UOp, UOp] = {root: root_grad}
+    out_grads: dict[UOp, dict[int, UOp]] = {}  # FUNCTION with its own rule -> gradients of its outputs (GETTUPLEs)
     for u in reversed(order):
+        if u.op is Ops.GETTUPLE and u.src[0] in on_path and (g := grads.get(u)) is not None:
+            outs = out_grads.setdefault(u.src[0], {})
+            outs[u.arg] = g if u.arg not in outs else add(outs[u.arg], g)
+            continue
+        if u.op is Ops.FUNCTION and u in out_grads:
+            fn_grads = u.arg.backward(tuple(out_grads[u].get(i) for i in range(len(u.src[0].src))), u.src[1:])
+            for s, sg in zip(u.src[1:], fn_grads):
+                if sg is not None and s in on_path and s.dtype.is_float:
+                    grads[s] = sg if s not in grads else add(grads[s], sg)
+            continue
         g = grads.get(u)
         if g is None or not any(s in on_path for s in u.src):
             continue

@@ -2,7 +2,9 @@
 
 Convolution and pooling share one movement-only helper, `_pool`, that turns each spatial dim of size i into
 an (output, kernel) pair of dims with index math alone (expand, reshape, shrink), so a convolution is one
-broadcast multiply and one sum: a single fused reduce kernel, with no im2col buffer.
+broadcast multiply and one sum: a single reduce kernel, with no im2col buffer (a padded input is copied first,
+so that kernel reads without bounds checks). A convolution is a traced function with its own gradient rule
+(`_conv_backward`): both gradients are convolutions again, one reduce kernel each.
 """
 
 from __future__ import annotations
@@ -392,7 +394,7 @@ class NNMixin:
         """N-d convolution (1-d, 2-d, 3-d by the weight's rank): x (N, C_in, *s), weight (C_out, C_in/groups,
         *k) -> (N, C_out, *o): the pooled input times the weight, summed over (C_in/groups, *k)."""
         n = weight.ndim - 2
-        (bs, cin), spatial = self.shape[:2], self.shape[2:]
+        cin, spatial = self.shape[1], self.shape[2:]
         cout, cin_g, k_ = weight.shape[0], weight.shape[1], weight.shape[2:]
         if len(spatial) != n or cin != cin_g * groups or cout % groups:
             raise RuntimeError(
@@ -400,14 +402,14 @@ class NNMixin:
                 f"(expected input (N, {cin_g * groups}, {n} spatial dims) and C_out divisible by groups)"
             )
         s_, d_ = _tuple(stride, n, "conv stride"), _tuple(dilation, n, "conv dilation")
-        pads = self._conv_padding(padding, k_, d_)
-        x = self.pad(((0, 0), (0, 0), *pads)) if any(p != (0, 0) for p in pads) else self
-        x = x._pool(k_, s_, d_)  # (N, C_in, *o, *k)
-        o_ = x.shape[2 : 2 + n]
-        x = x.reshape(bs, groups, 1, cin_g, *o_, *k_)
-        w = weight.reshape(1, groups, cout // groups, cin_g, *([1] * n), *k_)
-        axes = (3, *range(4 + n, 4 + 2 * n))
-        out = (x * w).sum(axes).reshape(bs, cout, *o_)
+        pads = tuple(self._conv_padding(padding, k_, d_))
+        for i, k, s, d, (p0, p1) in zip(spatial, k_, s_, d_, pads):
+            if _out_size(i + p0 + p1, k, s, d) <= 0:
+                raise RuntimeError(
+                    f"conv: kernel {tuple(k_)} (dilation {d_}) is larger than the input {tuple(spatial)} "
+                    f"padded by {list(pads)}"
+                )
+        out = _conv_function()(self, weight, groups=groups, stride=s_, dilation=d_, pads=pads)
         return out if bias is None else out + bias.reshape(1, cout, *([1] * n))
 
     def conv1d(self: Tensor, weight: Tensor, bias: Tensor | None = None, **kw: object) -> Tensor:
@@ -642,3 +644,94 @@ class NNMixin:
         low = -math.inf if self.dtype.is_float else self.dtype.min
         picked = match.where(vals, low).max(-2) if vals.shape[-2] else Tensor.zeros(*lead, plane, dtype=self.dtype)
         return match.any(-2).where(picked, 0).cast(self.dtype).reshape(*lead, *out_sp)
+
+
+# ---------------------------------------------------------------- convolution: forward and its own gradient
+
+
+def _padded(x: Tensor, pads: Sequence[tuple[int, int]]) -> Tensor:
+    """x with its trailing len(pads) dims padded by (before, after) zeros (cut where negative), made contiguous so the
+    convolution kernel reading it has no gated (bounds-checked) loads and its windows vectorize."""
+    lead = [(0, 0)] * (x.ndim - len(pads))
+    if any(p0 < 0 or p1 < 0 for p0, p1 in pads):
+        x = x.shrink(
+            tuple((0, s) for s in x.shape[: len(lead)])
+            + tuple((max(0, -p0), s - max(0, -p1)) for s, (p0, p1) in zip(x.shape[len(lead) :], pads))
+        )
+        pads = [(max(0, p0), max(0, p1)) for p0, p1 in pads]
+    if all(p == (0, 0) for p in pads):
+        return x
+    return x.pad((*lead, *pads)).contiguous()
+
+
+def _conv_forward(
+    x: Tensor, w: Tensor, groups: int, stride: tuple[int, ...], dilation: tuple[int, ...], pads: tuple
+) -> Tensor:
+    """(N, C_in, *s) * (C_out, C_in/groups, *k) -> (N, C_out, *o): windows of the padded input (`_pool`: index math
+    only) times the weight, summed over (C_in/groups, *k): one reduce kernel."""
+    n = w.ndim - 2
+    bs, cout, cin_g, k_ = x.shape[0], w.shape[0], w.shape[1], w.shape[2:]
+    xw = _padded(x, pads)._pool(k_, stride, dilation)  # (N, C_in, *o, *k)
+    o_ = xw.shape[2 : 2 + n]
+    xw = xw.reshape(bs, groups, 1, cin_g, *o_, *k_)
+    wr = w.reshape(1, groups, cout // groups, cin_g, *([1] * n), *k_)
+    return (xw * wr).sum((3, *range(4 + n, 4 + 2 * n))).reshape(bs, cout, *o_)
+
+
+def _conv_backward(
+    g: Tensor | None, x: Tensor, w: Tensor, groups: int, stride: tuple[int, ...], dilation: tuple[int, ...], pads: tuple
+) -> tuple[Tensor | None, Tensor | None]:
+    """Gradients of _conv_forward, themselves convolutions (one reduce kernel each):
+    - input: out[o] = sum_k xp[o*s + k*d] w[k], so dxp[j] = sum_k gz[j - k*d] w[k] with gz the gradient spread out
+      by the stride (s-1 zeros between elements): a correlation of gz, padded by d*(k-1) in front, with the flipped
+      weight (in/out channels swapped per group); the input's own padding is cut from both ends;
+    - weight: dw[co, ci, k] = sum_{n, o} xp[n, ci, o*s + k*d] g[n, co, o]: the input's windows times the gradient,
+      summed over batch and output positions."""
+    if g is None:
+        return None, None
+    n = w.ndim - 2
+    bs, cout, cin_g, k_ = x.shape[0], w.shape[0], w.shape[1], w.shape[2:]
+    spatial, o_ = x.shape[2:], g.shape[2:]
+    gz = g
+    if any(s > 1 for s in stride):
+        gz = gz.reshape(bs, cout, *[v for o in o_ for v in (o, 1)])
+        gz = gz.pad(((0, 0), (0, 0), *[p for s in stride for p in ((0, 0), (0, s - 1))]))
+        gz = gz.reshape(bs, cout, *[o * s for o, s in zip(o_, stride)])
+        gz = gz.shrink(((0, bs), (0, cout), *[(0, (o - 1) * s + 1) for o, s in zip(o_, stride)]))
+    # dx[j] (j in the unpadded input) = dxp[j + p0]: gz padded by d*(k-1) - p0 in front and to length i + d*(k-1)
+    gpads = [
+        (d * (k - 1) - p0, i + d * (k - 1) - (d * (k - 1) - p0) - z)
+        for i, k, d, (p0, _), z in zip(spatial, k_, dilation, pads, gz.shape[2:])
+    ]
+    wt = w.reshape(groups, cout // groups, cin_g, *k_).transpose(1, 2).reshape(groups * cin_g, cout // groups, *k_)
+    wt = wt.flip(*range(2, 2 + n)).contiguous()  # small; keeps the regrouping's div/mod out of the inner loop
+    no_pad = tuple((0, 0) for _ in range(n))
+    dx = _conv_function()(_padded(gz, gpads), wt, groups=groups, stride=(1,) * n, dilation=dilation, pads=no_pad)
+    # the batch is summed in two steps, per chunk of batch elements first: one chunk's windows and gradient stay in
+    # cache while the kernel's tiles (co, ci, kh, kw) reread them
+    per = max(1, min(bs, WEIGHT_GRAD_CHUNK // max(1, math.prod(o_))))
+    chunks = bs // per if bs and bs % per == 0 else 1
+    # dw is computed as (groups, C_in/groups, *k, C_out/groups), output channels innermost: the kernel is a matmul
+    # whose vector lanes run along output channels of the gradient, moved last (a copy); the windows are broadcast
+    cout_g = cout // groups
+    gt = g.reshape(bs, groups, cout_g, *o_).permute(0, *range(3, 3 + n), 1, 2).contiguous()  # (N, *o, G, C_out/G)
+    gt = gt.reshape(chunks, bs // chunks, *o_, groups, 1, *([1] * n), cout_g)
+    xw = _padded(x, pads)._pool(k_, stride, dilation)  # (N, C_in, *o, *k)
+    xw = xw.reshape(bs, groups, cin_g, *o_, *k_).permute(0, *range(3, 3 + n), 1, 2, *range(3 + n, 3 + 2 * n))
+    xw = xw.reshape(chunks, bs // chunks, *o_, groups, cin_g, *k_, 1)
+    dw = (xw * gt).sum(tuple(range(1, 2 + n))).sum(0)  # (G, C_in/G, *k, C_out/G)
+    dw = dw.permute(0, 2 + n, 1, *range(2, 2 + n)).reshape(cout, cin_g, *k_)
+    return dx, dw
+
+
+_CONV: list = []
+WEIGHT_GRAD_CHUNK = 4096  # batch x output positions summed per chunk by the weight gradient's first kernel
+
+
+def _conv_function():  # noqa: ANN202 - a unigrad.function (imported late: function.py imports tensor.py)
+    """The convolution as a traced function with its own gradient rule (created on first use)."""
+    if not _CONV:
+        from unigrad.function import function
+
+        _CONV.append(function(_conv_forward, backward=_conv_backward))
+    return _CONV[0]

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from unigrad.dtype import ConstType, DType
 from unigrad.ir.ops import Ops
+
+if TYPE_CHECKING:
+    from unigrad.ir.uop import UOp
 
 
 class AddrSpace(Enum):
@@ -84,11 +89,14 @@ class ParamArg:
 
 @dataclass(frozen=True, slots=True)
 class FunctionArg:
-    """A traced @function: its name, and whether scheduling lowers it into its own kernels (precompile: an opaque
-    CALL, never fused with its callers) or inlines its body (PARAM substitution)."""
+    """A traced @function: its name, whether scheduling lowers it into its own kernels (precompile: an opaque
+    CALL, never fused with its callers) or inlines its body (PARAM substitution), and its gradient rule when it
+    has its own (`backward(out_grads, args) -> arg grads`: UOps, None for no gradient; autodiff calls it instead
+    of differentiating the body)."""
 
     name: str
     precompile: bool = False
+    backward: Callable[[tuple[UOp | None, ...], tuple[UOp, ...]], tuple[UOp | None, ...]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,9 @@ PARAM_m, inputs...)), shape): PARAM_m for m >= len(args) is a buffer the caller 
 SINK(END(...STORE(INDEX(out, flat), value)...)) whose value is scalar ALU/LOAD/REDUCE math on RANGEs with
 all movement ops gone and index expressions simplified.
 
-Kernel split: outputs (unless a plain reshape of an input), LOADs (contiguous / copy to a device), and
-REDUCEs whose result is broadcast back by an EXPAND (they would be recomputed per element otherwise).
+Kernel split: outputs (unless a plain reshape of an input), LOADs (contiguous / copy to a device), REDUCEs
+whose result is broadcast back by an EXPAND (they would be recomputed per element otherwise), and big REDUCEs
+reduced again by another REDUCE (a nested reduction would be one loop nest that tiling cannot shape).
 Everything else fuses into the kernel that consumes it.
 """
 
@@ -26,6 +27,8 @@ from unigrad.ir.uop import UOp
 from unigrad.pipeline.expand import identity_element
 
 TRUE = UOp.const(dtypes.bool, True)
+NESTED_MIN_OUT = 4096  # a nested REDUCE with this many outputs (or more) ...
+NESTED_MIN_SIZE = 8  # ... each a sum of this many values (or more) gets its own kernel
 
 
 @dataclass
@@ -385,7 +388,24 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
         expanded_above[u] = ea
         if ea and u.op is Ops.REDUCE:
             realize.add(u)
+    # a big REDUCE whose value is summed again by another REDUCE of the same kernel is materialized: a nested
+    # reduction is one loop nest that register tiling cannot shape (a convolution under a .sum() ran 30x slower)
+    reduced_above: dict[UOp, bool] = {}
+    for u in reversed(topo):
+        reduced_above[u] = any(
+            c.op is Ops.REDUCE or (c not in realize and reduced_above.get(c, False)) for c in consumers[u]
+        )
+        if reduced_above[u] and u.op is Ops.REDUCE and _big_reduce(u):
+            realize.add(u)
     return realize
+
+
+def _big_reduce(u: UOp) -> bool:
+    """A REDUCE with at least NESTED_MIN_OUT outputs, each summing at least NESTED_MIN_SIZE values (int shapes)."""
+    out, full = prod(u.shape), prod(u.src[0].shape)
+    if not isinstance(out, int) or not isinstance(full, int) or out == 0:
+        return False
+    return out >= NESTED_MIN_OUT and full // out >= NESTED_MIN_SIZE
 
 
 def rangeify(fn: UOp, default_device: str) -> UOp:

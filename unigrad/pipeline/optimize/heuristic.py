@@ -14,6 +14,7 @@ In: a kernel SINK from rangeify and the number of threads. Out: the list of Opts
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from unigrad.ir.args import AxisType
 from unigrad.ir.ops import Ops
@@ -27,10 +28,12 @@ MIN_THREAD_WORK = 1 << 16  # iterations (outputs x reduce size) below which one 
 # other work gets fewer (measured 2-4% faster on the 16M elementwise chain than one chunk per core)
 CHUNK_WORK = 1 << 19
 SPLIT_ACC = 32  # independent accumulators of a reduction
-# matmul register tile: (output axis counted from the innermost, amounts to try, largest first); 8 x 16 measured
+# matmul register tile: amounts to try (largest first) for the outer and the inner (vector) axis; 8 x 16 measured
 # best of the tiles the scalar accumulators allow (bench/suite.py, matmul 1024 on this 2-core Zen 5)
-TILE = ((1, (8, 4, 2)), (0, (16, 8, 4)))
-MAX_TILE_BODY = 4096  # UOps of the reduce body times its upcast copies: bigger tiles only slow the C compiler
+TILE_OUTER = (8, 4, 2)
+TILE_INNER = (16, 8, 4)
+TILE_SMALL = (4, 2)  # output axes tiled beside vector lanes on a reduce axis (split accumulators)
+MAX_TILE_BODY = 16384  # UOps of the reduce body times its upcast copies: bigger tiles only slow the C compiler
 VECTOR_BYTES = 64  # the CPU target's vector register (render/c.py CLanguage.vector_bytes: AVX-512)
 MAX_VECTOR_BODY = 256  # UOps of an elementwise body upcast to a vector: expand copies it once per lane
 
@@ -54,6 +57,55 @@ def _vector_lanes(sink: UOp, r: UOp) -> int:
     return VECTOR_BYTES // itemsize
 
 
+def _load_indices(sink: UOp) -> list[UOp]:
+    return [u.src[0].src[1] for u in sink.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX]
+
+
+def _contiguous_in(idx: UOp, r: UOp) -> bool:
+    return dict(split_terms(idx)[0]).get(r) == 1
+
+
+def _register_tile(
+    sink: UOp, outputs: list[UOp], reduce: UOp, size_of: Callable[[UOp], int]
+) -> list[tuple[UOp, int, AxisType]]:
+    """Register tiling of a matmul-like kernel (a reduce under two or more output axes): (axis, amount, type) splits.
+
+    Vector lanes go on the innermost output axis when the store is contiguous in it (matmul C[m, n] = A[m, k] B[k, n]:
+    n); the second tile axis is then the output axis that the most loads varying along the lanes do not depend on
+    (each such load then serves a whole row of the tile: matmul m; a convolution out[n, co, oh, ow] tiles co x ow,
+    not oh x ow), the innermost of equals. When the innermost output cannot take lanes (a weight gradient
+    dw[co, ci, kh, kw] = sum over n, oh, ow), the lanes go on the innermost reduce axis if every load is contiguous
+    in it (split accumulators, one vector each), and two output axes that complement each other's reuse (co: the
+    input loads do not depend on it; ci: the gradient loads do not) take a small tile."""
+    body = max(len(u.src[0].toposort()) for u in sink.toposort() if u.op is Ops.REDUCE)
+    loads = _load_indices(sink)
+
+    def fit(r: UOp, amounts: tuple[int, ...], copies: int) -> int | None:
+        size = size_of(r)
+        return next((a for a in amounts if size % a == 0 and size > a and body * copies * a <= MAX_TILE_BODY), None)
+
+    def reuse(r: UOp, of: list[UOp]) -> frozenset[UOp]:
+        return frozenset(idx for idx in of if r not in idx.toposort())
+
+    inner = outputs[-1]
+    if _vector_lanes(sink, inner) and (lanes := fit(inner, TILE_INNER, 1)) is not None:
+        varying = [idx for idx in loads if inner in idx.toposort()]
+        for outer in sorted(reversed(outputs[:-1]), key=lambda r: -len(reuse(r, varying))):  # stable: innermost
+            if (amount := fit(outer, TILE_OUTER, lanes)) is not None:  # first of equals
+                return [(outer, amount, AxisType.UPCAST), (inner, lanes, AxisType.UPCAST)]
+        return [(inner, lanes, AxisType.UPCAST)]
+    varying = [idx for idx in loads if reduce in idx.toposort()]
+    if varying and all(_contiguous_in(idx, reduce) for idx in varying) and (lanes := fit(reduce, TILE_INNER, 1)):
+        tile: list[tuple[UOp, int, AxisType]] = []
+        copies, taken = lanes, frozenset[UOp]()
+        for r in sorted(reversed(outputs), key=lambda r: -len(reuse(r, loads))):
+            if reuse(r, loads) and not reuse(r, loads) <= taken and (amount := fit(r, TILE_SMALL, copies)):
+                tile.append((r, amount, AxisType.UPCAST))
+                copies, taken = copies * amount, taken | reuse(r, loads)
+        return [*tile, (reduce, lanes, AxisType.UNROLL)]
+    return []
+
+
 def hand_coded_opts(sink: UOp, threads: int) -> list[Opt]:
     rs = axes(sink)
     if any(bound(r) is None for r in rs):
@@ -70,15 +122,8 @@ def hand_coded_opts(sink: UOp, threads: int) -> list[Opt]:
         sizes[i] //= amount
 
     if reduces and len(outputs) >= 2 and work >= MIN_THREAD_WORK:
-        body = max(len(u.src[0].toposort()) for u in sink.toposort() if u.op is Ops.REDUCE)
-        copies = 1
-        for pos, amounts in TILE:  # register tiling: upcast the innermost output axes
-            r = outputs[-1 - pos]
-            size = sizes[rs.index(r)]
-            fits = (a for a in amounts if size % a == 0 and size > a and body * copies * a <= MAX_TILE_BODY)
-            if (amount := next(fits, None)) is not None:
-                split(r, amount, AxisType.UPCAST)
-                copies *= amount
+        for r, amount, kind in _register_tile(sink, outputs, reduces[-1], lambda r: sizes[rs.index(r)]):
+            split(r, amount, kind)
     elif reduces:
         r = reduces[-1]
         if sizes[rs.index(r)] % SPLIT_ACC == 0 and sizes[rs.index(r)] >= 4 * SPLIT_ACC:
