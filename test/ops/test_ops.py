@@ -1184,6 +1184,28 @@ def test_matmul_random_floats(device, rng):
     check(Tensor(a, device=device) @ Tensor(b, device=device), ref, rtol=1e-5, atol=1e-5)
 
 
+def test_matmul_packs_a_big_b(rng):
+    """A big B (K*N*4 >= 2 MiB, N a multiple of 16, >= 256 rows) is read through a packed copy: two kernels (the
+    copy, the matmul), values equal to torch's, gradients too; a B with N not a multiple of 16 is not packed."""
+    from unigrad.runtime import realize as rt
+
+    a, b = rng.uniform(-1, 1, (256, 512)).astype(np.float32), rng.uniform(-1, 1, (512, 1024)).astype(np.float32)
+    ta, tb = Tensor(a, requires_grad=True), Tensor(b, requires_grad=True)
+    out = (ta @ tb).realize()
+    assert [k.arg.name[0] for k in rt.stats.last_kernels] == ["E", "r"]
+    ref = torch.from_numpy(a).requires_grad_() @ torch.from_numpy(b).requires_grad_()
+    check(out, ref.detach(), rtol=1e-4, atol=1e-4)
+    g = rng.uniform(-1, 1, (256, 1024)).astype(np.float32)
+    (out * Tensor(g)).sum().backward()
+    tref_a, tref_b = torch.from_numpy(a).requires_grad_(), torch.from_numpy(b).requires_grad_()
+    ((tref_a @ tref_b) * torch.from_numpy(g)).sum().backward()
+    np.testing.assert_allclose(ta.grad.numpy(), tref_a.grad.numpy(), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(tb.grad.numpy(), tref_b.grad.numpy(), rtol=1e-4, atol=1e-3)
+    c = rng.uniform(-1, 1, (512, 1030)).astype(np.float32)
+    (Tensor(a) @ Tensor(c)).realize()
+    assert len(rt.stats.last_kernels) == 1
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("view", VIEWS)
 def test_matmul_views(view, device, rng):

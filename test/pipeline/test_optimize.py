@@ -235,6 +235,58 @@ def test_heuristics_split_accumulators_of_a_sum() -> None:
     np.testing.assert_allclose(run(ast, bufs, None, "CPU"), [an.sum(dtype=np.float64)], rtol=1e-4)
 
 
+def _upcast_sizes(ast: UOp, opts: list[Opt]) -> dict[int, tuple[int, AxisType]]:
+    """{original size of the split axis: (amount, kind)} for the tile splits of `opts`."""
+    sizes = {i: r.src[0].arg.value for i, r in enumerate(axes(ast))}
+    return {sizes[o.axis]: (o.arg[0], o.arg[1]) for o in opts if o.op is OptOps.SPLIT and o.arg[1] in (U, R)}
+
+
+def test_heuristics_tile_a_convolution_by_reuse() -> None:
+    """out[n, co, oh, ow]: the weight load does not vary along ow, the input load does not vary along co, so the tile
+    is co x ow (vector lanes on ow), not oh x ow; the result equals numpy's."""
+    (x, xn), (w, wn) = realized(2, 8, 10, 34, device="CPU"), realized(24, 8, 3, 3, device="CPU")
+    ast, bufs = kernel_of(x.conv2d(w), "CPU")  # no padding: one kernel over n 2, co 24, oh 8, ow 32
+    opts = hand_coded_opts(ast, 2)
+    tile = _upcast_sizes(ast, opts)
+    assert tile[24][1] is U and tile[32] == (16, U) and 8 not in tile, opts
+    want = np.einsum("ncpqhw,ochw->nopq", np.lib.stride_tricks.sliding_window_view(xn, (3, 3), axis=(2, 3)), wn)
+    np.testing.assert_allclose(run(ast, bufs, None, "CPU").reshape(want.shape), want, rtol=1e-4, atol=1e-4)
+
+
+def test_heuristics_vector_lanes_on_a_reduce_axis() -> None:
+    """dw[co, k] = sum_p g[co, p] x[k, p] with k of size 3 (a kernel width): the innermost output takes no vector,
+    so the lanes go on the reduce axis p, contiguous in both loads (split accumulators), and co takes a small tile;
+    the result equals numpy's."""
+    (g, gn), (x, xn) = realized(8, 4096, device="CPU"), realized(3, 4096, device="CPU")
+    ast, bufs = kernel_of((g.reshape(8, 1, 4096) * x.reshape(1, 3, 4096)).sum(2), "CPU")
+    tile = _upcast_sizes(ast, hand_coded_opts(ast, 2))
+    assert tile == {4096: (16, R), 8: (4, U)}
+    np.testing.assert_allclose(run(ast, bufs, None, "CPU"), (gn @ xn.T).reshape(-1), rtol=1e-4, atol=1e-3)
+
+
+def test_heuristics_block_a_big_matmul() -> None:
+    """B's panel over PANEL_BYTES: the vector axis's outer part is cut into blocks, the block loop swapped outermost
+    (inside the THREAD axis); without threads too; results equal numpy's (a size-limited matmul through the same
+    kernel shape, with the blocking forced by a small panel limit)."""
+    from unigrad.pipeline.optimize import heuristic
+
+    (a, an), (b, bn) = realized(64, 256, device="CPU"), realized(256, 128, device="CPU")
+    ast, bufs = kernel_of(a @ b, "CPU")
+    assert not any(o.op is OptOps.SWAP for o in hand_coded_opts(ast, 2))  # 128 KiB: no blocking
+    old = heuristic.PANEL_BYTES
+    heuristic.PANEL_BYTES = 32 << 10
+    try:
+        for threads in (2, 1):
+            opts = hand_coded_opts(ast, threads)
+            assert opts[-1].op is OptOps.SWAP and opts[-2].arg[1:] == (L, True), opts
+            ast_o = ast.replace(arg=KernelInfo(ast.arg.name, tuple(opts)))
+            with Context(THREADS=threads):
+                got = run(ast_o, bufs, tuple(opts), "CPU")
+                np.testing.assert_allclose(got, (an @ bn).reshape(-1), rtol=1e-4, atol=1e-4)
+    finally:
+        heuristic.PANEL_BYTES = old
+
+
 def test_noopt_and_small_kernels_stay_plain() -> None:
     out, _ = elementwise("CPU")
     ast, _ = kernel_of(out, "CPU")
