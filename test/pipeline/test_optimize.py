@@ -287,6 +287,15 @@ def test_heuristics_block_a_big_matmul() -> None:
         heuristic.PANEL_BYTES = old
 
 
+def test_heuristics_transpose_vectorizes_along_the_loads() -> None:
+    """(4, 64, 32, 32) -> (4, 32, 32, 64): the store is contiguous along the channels but the load reads them 1024
+    apart, so the lanes go along the loads' contiguous axis (width 32); the copy is exact."""
+    a, an = realized(4, 64, 32, 32, device="CPU")
+    ast, bufs = kernel_of(a.permute(0, 2, 3, 1).contiguous(), "CPU")
+    assert _upcast_sizes(ast, hand_coded_opts(ast, 2)) == {32: (16, U)}
+    np.testing.assert_array_equal(run(ast, bufs, None, "CPU"), an.transpose(0, 2, 3, 1).reshape(-1))
+
+
 def test_noopt_and_small_kernels_stay_plain() -> None:
     out, _ = elementwise("CPU")
     ast, _ = kernel_of(out, "CPU")
