@@ -4,11 +4,15 @@ In: a kernel SINK from rangeify and the number of threads. Out: the list of Opts
   - a THREAD axis split off the outermost output loop, one chunk per core, when the kernel is big enough
     to pay for a dispatch (elementwise and matmul results stay bit-identical: each output is computed by
     the same code in one thread);
-  - matmul-like kernels (a reduce under two or more output axes): register tiling, the two innermost
-    output axes upcast (8 x 16 accumulators) and the reduce loop kept whole;
+  - matmul-like kernels (a reduce under two or more output axes): register tiling (`_register_tile`): vector
+    lanes on the innermost output and a second axis chosen by load reuse (matmul m x n, convolution co x ow), or,
+    when the innermost output takes no vector (a weight gradient's kernel width), lanes on the reduce axis (split
+    accumulators) beside a small output tile; the reduce loop kept whole; a B panel too big for the cache is
+    cut into blocks whose loop runs outermost (`_panel_blocks`);
   - other reductions: split accumulators (the innermost reduce axis unrolled into independent partial sums);
   - elementwise kernels: the innermost output axis upcast by one vector's lanes where the store is contiguous
-    in it (isel's vector selection makes the lanes one vector op; render/c.py renders vector types).
+    in it (isel's vector selection makes the lanes one vector op; render/c.py renders vector types), or, for a
+    transpose, the axis the loads are contiguous in (`_transpose_axis`).
 """
 
 from __future__ import annotations
