@@ -9,6 +9,7 @@ so that kernel reads without bounds checks). A convolution is a traced function 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -724,14 +725,12 @@ def _conv_backward(
     return dx, dw
 
 
-_CONV: list = []
 WEIGHT_GRAD_CHUNK = 4096  # batch x output positions summed per chunk by the weight gradient's first kernel
 
 
+@functools.cache
 def _conv_function():  # noqa: ANN202 - a unigrad.function (imported late: function.py imports tensor.py)
     """The convolution as a traced function with its own gradient rule (created on first use)."""
-    if not _CONV:
-        from unigrad.function import function
+    from unigrad.function import function
 
-        _CONV.append(function(_conv_forward, backward=_conv_backward))
-    return _CONV[0]
+    return function(_conv_forward, backward=_conv_backward)
