@@ -302,16 +302,20 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
             on_path.add(u)
     grads: dict[UOp, UOp] = {root: root_grad}
     out_grads: dict[UOp, dict[int, UOp]] = {}  # FUNCTION with its own rule -> gradients of its outputs (GETTUPLEs)
+
+    def accumulate(srcs: tuple[UOp, ...], src_grads: Grads) -> None:
+        for s, sg in zip(srcs, src_grads):
+            if sg is not None and s in on_path and s.dtype.is_float:
+                grads[s] = sg if s not in grads else add(grads[s], sg)
+
     for u in reversed(order):
         if u.op is Ops.GETTUPLE and u.src[0] in on_path and (g := grads.get(u)) is not None:
             outs = out_grads.setdefault(u.src[0], {})
             outs[u.arg] = g if u.arg not in outs else add(outs[u.arg], g)
             continue
         if u.op is Ops.FUNCTION and u in out_grads:
-            fn_grads = u.arg.backward(tuple(out_grads[u].get(i) for i in range(len(u.src[0].src))), u.src[1:])
-            for s, sg in zip(u.src[1:], fn_grads):
-                if sg is not None and s in on_path and s.dtype.is_float:
-                    grads[s] = sg if s not in grads else add(grads[s], sg)
+            outs_g = tuple(out_grads[u].get(i) for i in range(len(u.src[0].src)))  # None: an output not used
+            accumulate(u.src[1:], u.arg.backward(outs_g, u.src[1:]))
             continue
         g = grads.get(u)
         if g is None or not any(s in on_path for s in u.src):
@@ -319,10 +323,7 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
         rule = GRADIENT_RULES.get(u.op)
         if rule is None:
             raise NotImplementedError(f"gradient: no rule for {u.op.name} (shape {u.shape}, dtype {u.dtype})")
-        for s, sg in zip(u.src, rule(g, u)):
-            if sg is None or s not in on_path or not s.dtype.is_float:
-                continue
-            grads[s] = sg if s not in grads else add(grads[s], sg)
+        accumulate(u.src, rule(g, u))
     return {t: grads[t] for t in targets if t in grads}
 
 

@@ -441,13 +441,7 @@ class NNMixin:
             .reshape(groups * cout_g, cin // groups, *k_)
         )
         w = w.flip(*range(2, 2 + n))
-        x = self
-        if any(s > 1 for s in s_):  # insert s-1 zeros between elements along each spatial dim
-            bs, c, sp = x.shape[0], x.shape[1], x.shape[2:]
-            x = x.reshape(bs, c, *[v for i in sp for v in (i, 1)])
-            x = x.pad(((0, 0), (0, 0), *[p for s in s_ for p in ((0, 0), (0, s - 1))]))
-            x = x.reshape(bs, c, *[i * s for i, s in zip(sp, s_)])
-            x = x.shrink(((0, bs), (0, c), *[(0, i * s - (s - 1)) for i, s in zip(sp, s_)]))
+        x = _spread(self, s_)
         pads = [(d * (k - 1) - p, d * (k - 1) - p + o) for k, d, p, o in zip(k_, d_, p_, op_)]
         return x.conv2d(w, bias, groups=groups, dilation=d_, padding=[v for pr in reversed(pads) for v in pr])
 
@@ -650,6 +644,18 @@ class NNMixin:
 # ---------------------------------------------------------------- convolution: forward and its own gradient
 
 
+def _spread(x: Tensor, stride: Sequence[int]) -> Tensor:
+    """(N, C, *s) with s-1 zeros inserted between elements along each spatial dim (a transposed convolution's input,
+    a strided convolution's input gradient): size i becomes (i-1)*s + 1."""
+    if all(s == 1 for s in stride):
+        return x
+    bs, c, sp = x.shape[0], x.shape[1], x.shape[2:]
+    x = x.reshape(bs, c, *[v for i in sp for v in (i, 1)])
+    x = x.pad(((0, 0), (0, 0), *[p for s in stride for p in ((0, 0), (0, s - 1))]))
+    x = x.reshape(bs, c, *[i * s for i, s in zip(sp, stride)])
+    return x.shrink(((0, bs), (0, c), *[(0, (i - 1) * s + 1) for i, s in zip(sp, stride)]))
+
+
 def _padded(x: Tensor, pads: Sequence[tuple[int, int]]) -> Tensor:
     """x with its trailing len(pads) dims padded by (before, after) zeros (cut where negative), made contiguous so the
     convolution kernel reading it has no gated (bounds-checked) loads and its windows vectorize."""
@@ -693,12 +699,7 @@ def _conv_backward(
     n = w.ndim - 2
     bs, cout, cin_g, k_ = x.shape[0], w.shape[0], w.shape[1], w.shape[2:]
     spatial, o_ = x.shape[2:], g.shape[2:]
-    gz = g
-    if any(s > 1 for s in stride):
-        gz = gz.reshape(bs, cout, *[v for o in o_ for v in (o, 1)])
-        gz = gz.pad(((0, 0), (0, 0), *[p for s in stride for p in ((0, 0), (0, s - 1))]))
-        gz = gz.reshape(bs, cout, *[o * s for o, s in zip(o_, stride)])
-        gz = gz.shrink(((0, bs), (0, cout), *[(0, (o - 1) * s + 1) for o, s in zip(o_, stride)]))
+    gz = _spread(g, stride)
     # dx[j] (j in the unpadded input) = dxp[j + p0]: gz padded by d*(k-1) - p0 in front and to length i + d*(k-1)
     gpads = [
         (d * (k - 1) - p0, i + d * (k - 1) - (d * (k - 1) - p0) - z)

@@ -36,10 +36,8 @@ SPLIT_ACC = 32  # independent accumulators of a reduction
 # best of the tiles the scalar accumulators allow (bench/suite.py, matmul 1024 on this 2-core Zen 5)
 TILE_OUTER = (8, 4, 2)
 TILE_INNER = (16, 8, 4)
-TILE_SMALL = (4, 2)
-PANEL_BYTES = (
-    4 << 20
-)  # a matmul's B panel over this is cut into blocks (this machine: 1 MiB L2 per core, 32 MiB L3)  # output axes tiled beside vector lanes on a reduce axis (split accumulators)
+TILE_SMALL = (4, 2)  # output axes tiled beside vector lanes on a reduce axis (split accumulators)
+PANEL_BYTES = 4 << 20  # a matmul's B panel over this is cut into blocks (this machine: 1 MiB L2 per core, 32 MiB L3)
 MAX_TILE_BODY = 16384  # UOps of the reduce body times its upcast copies: bigger tiles only slow the C compiler
 VECTOR_BYTES = 64  # the CPU target's vector register (render/c.py CLanguage.vector_bytes: AVX-512)
 TRANSPOSE_STRIDE = 256  # a load this many elements apart along the store's contiguous axis makes a kernel a transpose
@@ -65,8 +63,12 @@ def _vector_lanes(sink: UOp, r: UOp) -> int:
     return VECTOR_BYTES // itemsize
 
 
+def _loads(sink: UOp) -> list[UOp]:
+    return [u for u in sink.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX]
+
+
 def _load_indices(sink: UOp) -> list[UOp]:
-    return [u.src[0].src[1] for u in sink.toposort() if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX]
+    return [u.src[0].src[1] for u in _loads(sink)]
 
 
 def _transpose_axis(sink: UOp, outputs: list[UOp]) -> UOp | None:
@@ -136,9 +138,7 @@ def _panel_blocks(sink: UOp, tile: list[tuple[UOp, int, AxisType]], size_of: Cal
         return None
     (outer, _, _), (inner, _, _) = tile
     sizes: dict[UOp, int] = {}
-    for load in sink.toposort():
-        if load.op is not Ops.LOAD or load.src[0].op is not Ops.INDEX:
-            continue
+    for load in _loads(sink):
         rs = [u for u in load.src[0].src[1].toposort() if u.op is Ops.RANGE]
         if inner in rs and outer not in rs:
             sizes[load] = math.prod(bound(r) or 1 for r in rs) * load.dtype.itemsize
@@ -192,10 +192,8 @@ def hand_coded_opts(sink: UOp, threads: int) -> list[Opt]:
         chunks = next((k for k in range(want, 4 * want + 1) if n % k == 0), None)
         if chunks is not None:
             split(outputs[0], chunks, AxisType.THREAD, top=True)
-    if blocks is not None and not any(
-        whole
-    ):  # the block loop outermost (inside the THREAD axis): swapped with the outermost output
-        inner = tile[-1][0]
-        split(inner, blocks, AxisType.LOOP, top=True)
+    if blocks is not None and not any(whole):
+        # the block loop outermost (inside the THREAD axis): swapped with the outermost output
+        split(tile[-1][0], blocks, AxisType.LOOP, top=True)
         opts.append(Opt(OptOps.SWAP, len(rs) + len(opts) - 1, rs.index(outputs[0])))  # every split added an axis
     return opts
