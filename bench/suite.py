@@ -28,6 +28,10 @@ then it runs up to `max_runs` more times, fewer when one run is slow (about `bud
 run's speed: the unigrad matmul at 2048 and the convolutions run once or twice), and the median is reported. Each
 case starts after a short pause (SETTLE_S), so the previous library's spinning worker threads have gone to sleep.
 
+The memory-bound cases (1, 2) also time hand-written C doing the same traffic (bench.machine) right after unigrad:
+this VM's memory bandwidth moves by up to 2x from minute to minute, and the note "hand-written C now X GB/s
+(unigrad Y%)" says how close unigrad is to what the machine gave at that moment (JSON: *_machine_*).
+
 Output: a table of medians (ms), unigrad / peer ratios (> 1: unigrad is slower) and derived throughput: GB/s of
 minimum traffic (the bytes of the inputs and the output, each moved once), GFLOP/s (2 n^3 for a matmul, 2 MACs per
 output element for a convolution, 3x that with its backward) or samples/s; then one line `JSON: {...}`.
@@ -63,6 +67,7 @@ import torch
 import torch.nn.functional as F
 from numpy.lib.stride_tricks import sliding_window_view
 
+from bench import machine
 from bench.micro import N_OPS, chain, chain_consts, inputs, tensors
 from unigrad import Tensor, TinyJit, config, nn
 from unigrad.nn import optim
@@ -179,6 +184,32 @@ def measure_unigrad(run: Callable[[], R], s: Sizes) -> tuple[Timing | None, R | 
     return timing, first, ""
 
 
+def measure_beside(run: Callable[[], R], reference: Callable[[], None], s: Sizes) -> tuple[Timing, Timing, R]:
+    """measure() for run and a reference taking turns call by call, so both see the same machine (its memory
+    bandwidth drifts within seconds): (run's timing, the reference's, run's first result)."""
+    time.sleep(SETTLE_S)
+    t0 = time.perf_counter()
+    first = run()
+    warm = time.perf_counter() - t0
+    reference()
+    kernels = 0
+    times: tuple[list[float], list[float]] = ([], [])
+    runs = 1
+    while len(times[0]) < runs:
+        for k, fn in enumerate((run, reference)):
+            gc.collect()
+            k0 = rt.stats.kernels
+            t0 = time.perf_counter()
+            out = fn()
+            times[k].append(time.perf_counter() - t0)
+            del out
+            kernels += (rt.stats.kernels - k0) if k == 0 else 0
+        if len(times[0]) == 1:
+            runs = max(1, min(s.max_runs, int(s.budget_s / (times[0][0] + times[1][0]))))
+    ug, ref = (Timing(statistics.median(t), runs, warm, min(t)) for t in times)
+    return Timing(ug.median_s, runs, warm, ug.min_s, kernels / runs), ref, first
+
+
 def per_call(t: Timing, reps: int) -> Timing:
     """A timing of runs that each made `reps` calls, as the time of one call."""
     return Timing(t.median_s / reps, t.runs, t.warmup_s / reps, t.min_s / reps, t.kernels_per_run)
@@ -215,6 +246,7 @@ class Row:
     unigrad: Timing | None
     numpy: Timing | None = None
     torch: Timing | None = None
+    machine: Timing | None = None  # hand-written C doing the same traffic (bench.machine), memory-bound cases
     work: float = 0.0  # bytes, flops or samples per call; 0: no throughput column
     unit: str = ""  # a key of UNIT_SCALE
     ok: bool | None = None  # unigrad's result matched the reference; None: not checked
@@ -236,23 +268,28 @@ def bench_elementwise(s: Sizes) -> list[Row]:
     a, b, c = (rng(k).standard_normal(n, dtype=np.float32) for k in range(3))
     ua, ub, uc = (Tensor(x).realize() for x in (a, b, c))
     ta, tb, tc = (torch.from_numpy(x) for x in (a, b, c))
-    ug, out, err = measure_unigrad(lambda: ((ua * ub + uc).relu() * 0.5 + ua).realize(), s)
+    run_c, out_c = machine.stream(a, b, c)
+    ug, c_t, out = measure_beside(lambda: ((ua * ub + uc).relu() * 0.5 + ua).realize(), run_c, s)
     np_t, ref = measure(lambda: np.maximum(a * b + c, 0) * 0.5 + a, s)
     th_t, _ = measure(lambda: (ta * tb + tc).relu() * 0.5 + ta, s)
-    ok = check("elementwise", out.numpy(), ref, rtol=1e-6, atol=1e-6) if out is not None else None
+    ok = check("elementwise", out.numpy(), ref, rtol=1e-6, atol=1e-6)
+    check("elementwise hand-written C", out_c(), ref, rtol=1e-6, atol=1e-6)
     name = f"elementwise 5 ops, {n / 2**20:g}M f32"
-    return [Row("elementwise", name, ug, np_t, th_t, work=4 * 4 * n, unit="GB/s", ok=ok, error=err)]
+    return [Row("elementwise", name, ug, np_t, th_t, c_t, work=4 * 4 * n, unit="GB/s", ok=ok)]
 
 
 def bench_sum(s: Sizes) -> list[Row]:
     n = s.sum_n
     a = rng().random(n, dtype=np.float32)  # positive: the float64 sum is a sharp reference
     ua, ta = Tensor(a).realize(), torch.from_numpy(a)
-    ug, out, err = measure_unigrad(lambda: ua.sum().realize(), s)
+    run_c, partials = machine.read_sum(a)
+    ug, c_t, out = measure_beside(lambda: ua.sum().realize(), run_c, s)
     np_t, _ = measure(lambda: a.sum(), s)
     th_t, _ = measure(lambda: ta.sum(), s)
-    ok = check("sum", out.numpy(), a.sum(dtype=np.float64), rtol=1e-5, atol=0) if out is not None else None
-    return [Row("sum", f"sum, {n / 2**20:g}M f32", ug, np_t, th_t, work=4 * n, unit="GB/s", ok=ok, error=err)]
+    ok = check("sum", out.numpy(), a.sum(dtype=np.float64), rtol=1e-5, atol=0)
+    check("sum hand-written C", partials().sum(dtype=np.float64), a.sum(dtype=np.float64), rtol=1e-5, atol=0)
+    name = f"sum, {n / 2**20:g}M f32"
+    return [Row("sum", name, ug, np_t, th_t, c_t, work=4 * n, unit="GB/s", ok=ok)]
 
 
 def softmax_numpy(x: np.ndarray) -> np.ndarray:
@@ -583,6 +620,11 @@ def table(rows: Sequence[Row]) -> str:
             notes.insert(0, f"{r.unigrad.kernels_per_run:g} kernels/run")
         if r.unigrad is not None:
             notes.insert(0, f"warm-up {r.unigrad.warmup_s * 1e3:.0f} ms")
+        if r.machine is not None and r.unigrad is not None:
+            share = r.machine.median_s / r.unigrad.median_s
+            notes.append(
+                f"hand-written C now {_num(r.throughput(r.machine), 0).strip()} {r.unit} (unigrad {share:.0%})"
+            )
         if r.error:
             notes.append(r.error.splitlines()[0][:200])
         lines.append(
@@ -597,7 +639,7 @@ def table(rows: Sequence[Row]) -> str:
 def to_json(rows: Sequence[Row]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for r in rows:
-        for lib, t in (("unigrad", r.unigrad), ("numpy", r.numpy), ("torch", r.torch)):
+        for lib, t in (("unigrad", r.unigrad), ("numpy", r.numpy), ("torch", r.torch), ("machine", r.machine)):
             if t is None:
                 continue
             out[f"{r.key}_{lib}_ms"] = t.median_s * 1e3
@@ -655,6 +697,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if env["loadavg_1m"] > BUSY_LOADAVG:
         print(f"WARNING: load average {env['loadavg_1m']:.2f}: other processes share the CPUs, timings will be noisy")
 
+    # Every timed call starts after gc.collect(), so no collection lands inside it. A full collection walks every
+    # tracked object, torch's and numpy's module state included, and leaves the caches full of them: frozen, the
+    # import-time objects are skipped (as a program's gen-0 collections skip them), so a call's Python part runs
+    # with the caches a program has between two calls, not cold ones.
+    gc.collect()
+    gc.freeze()
     t0 = time.perf_counter()
     rows: list[Row] = []
     crashed: dict[str, str] = {}

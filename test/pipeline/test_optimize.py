@@ -11,7 +11,7 @@ from unigrad.ir.args import AxisType, KernelInfo
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize import Opt, OptError, OptOps, apply_opt, axes, optimize
-from unigrad.pipeline.optimize.heuristic import hand_coded_opts
+from unigrad.pipeline.optimize.heuristic import CHUNK_WORK, hand_coded_opts
 from unigrad.runtime import Buffer
 from unigrad.runtime import realize as rt
 from unigrad.runtime.cpu_pool import n_threads
@@ -233,6 +233,22 @@ def test_heuristics_split_accumulators_of_a_sum() -> None:
     opts = hand_coded_opts(ast, 2)
     assert [o.arg[1] for o in opts] == [R]
     np.testing.assert_allclose(run(ast, bufs, None, "CPU"), [an.sum(dtype=np.float64)], rtol=1e-4)
+
+
+def test_heuristics_chunk_a_long_reduction() -> None:
+    """A reduction's THREAD axis takes chunks of about CHUNK_WORK iterations (the pool hands them out as cores
+    free up), capped by its outer loop: few outputs with long reduces get one chunk per output (a count larger than
+    the loop used to leave the kernel on one core, or search for a divisor for minutes)."""
+    a, an = realized(64, 1 << 14, device="CPU")  # the partial sums of a long sum: 64 rows of 16k
+    ast, bufs = kernel_of(a.sum(axis=1), "CPU")
+    (thread,) = [o for o in hand_coded_opts(ast, 2) if o.arg[1] is T]
+    assert thread.arg[0] == 64 * (1 << 14) // CHUNK_WORK
+    np.testing.assert_allclose(run(ast, bufs, None, "CPU"), an.sum(axis=1), rtol=1e-4, atol=1e-4)
+    b, bn = realized(1 << 20, 3, device="CPU")  # 3 outputs, each a strided reduce of 1M: 6 chunks wanted
+    ast, bufs = kernel_of(b.sum(axis=0), "CPU")
+    (thread,) = [o for o in hand_coded_opts(ast, 2) if o.arg[1] is T]
+    assert thread.arg[0] == 3
+    np.testing.assert_allclose(run(ast, bufs, None, "CPU"), bn.sum(axis=0), rtol=1e-4, atol=1e-3)
 
 
 def _upcast_sizes(ast: UOp, opts: list[Opt]) -> dict[int, tuple[int, AxisType]]:

@@ -119,6 +119,29 @@ def test_vector_types_and_streaming_stores() -> None:
     assert "float32_v16 acc0_v0, acc0_v1;" in sources()[0]  # split accumulators held as two vectors
 
 
+def test_streamed_inputs_prefetched_non_temporal() -> None:
+    """A load of a buffer past STREAM_MIN_BYTES that reads each element once is prefetched with the non-temporal
+    hint (locality 0); a small input, or a big one read again by another loop (a matmul's A row), is not."""
+    n = STREAM_MIN_BYTES // 4
+    a, b = floats(n), floats(n)
+    ua, ub = Tensor(a), Tensor(b)
+    out = (ua * ub + 1).numpy()
+    (src,) = sources()
+    assert src.count(", 0, 0);") == 2, src  # both inputs
+    np.testing.assert_array_equal(out, a * b + 1)
+    total = ua.sum().numpy()
+    assert ", 0, 0);" in sources()[0]
+    np.testing.assert_allclose(total, a.astype(np.float64).sum(), rtol=1e-4)
+    (Tensor(floats(1 << 20)) * 2).realize()
+    assert "__builtin_prefetch" not in sources()[0]
+    rows = n // 1024  # (rows, 1024) @ (1024, 64): each A element is read by the 4 column tiles' loop
+    x, w = np.nan_to_num(floats(rows * 1024)).reshape(rows, 1024), np.nan_to_num(floats(1024 * 64)).reshape(1024, 64)
+    got = (Tensor(x) @ Tensor(w)).numpy()
+    (src,) = sources()
+    assert "__builtin_prefetch" not in src, src
+    np.testing.assert_allclose(got, x @ w, rtol=1e-3, atol=1e-3)
+
+
 # ---------------------------------------------------------------- vector code == scalar code, op by op
 
 

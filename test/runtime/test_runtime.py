@@ -10,7 +10,7 @@ import pytest
 from unigrad import Context, Device, Tensor, dtypes
 from unigrad.ir.ops import Ops
 from unigrad.runtime import realize as rt
-from unigrad.runtime.ops_cpu import CCompiler
+from unigrad.runtime.ops_cpu import HUGE_PAGE, CCompiler
 
 DEVICES = ["CPU", "PYTHON"]
 
@@ -109,6 +109,19 @@ def test_realize_one_kernel_for_mul_add(device):
     out = (a * b + c).realize()
     assert rt.stats.kernels - before == 1
     assert out.tolist() == [5]
+
+
+def test_cpu_buffers_aligned_big_ones_on_huge_pages():
+    """Every CPU buffer starts on a 64-byte vector; one of HUGE_PAGE bytes or more on a 2 MiB boundary (advised for
+    huge pages); values round-trip through both and a kernel over both (sizes around the boundary)."""
+    for n in (1, 17, HUGE_PAGE // 4 - 1, HUGE_PAGE // 4, HUGE_PAGE // 4 + 5, 3 * HUGE_PAGE // 4):
+        x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+        t = Tensor(x).realize()
+        out = (t * 2 + 1).realize()
+        addr = rt.buffer_of(out.uop).ensure_allocated().handle[1]
+        assert addr % (HUGE_PAGE if n * 4 >= HUGE_PAGE else 64) == 0, (n, addr)
+        np.testing.assert_array_equal(t.numpy(), x)
+        np.testing.assert_array_equal(out.numpy(), x * 2 + 1)
 
 
 def test_schedule_cache_reuses_structure():

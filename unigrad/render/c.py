@@ -77,6 +77,9 @@ typedef long long nt_v8di __attribute__((vector_size(64)));
 # outputs at least this big are streamed past the caches (non-temporal stores, no read for ownership): bigger
 # than a core's share of this machine's 32 MiB L3, they would be evicted before a next kernel reads them anyway
 STREAM_MIN_BYTES = 1 << 24
+# inputs that big, each element read once, are prefetched this many bytes ahead with the non-temporal hint: the
+# stream passes through L1 without evicting L2/L3 (the interpreter's objects, the next kernel's small inputs)
+PREFETCH_AHEAD = 4096
 
 
 class CLanguage(CStyleLanguage):
@@ -91,6 +94,11 @@ class CLanguage(CStyleLanguage):
     # shares this renderer and interprets the same primitives, so both devices compute the same bits
     decompose = GroupOp.Decomposed
     float_funcs = {Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.SQRT: "sqrt"}
+
+    def load_hint(self, u: UOp, ptr: str, buffer_bytes: int, once: bool) -> str:
+        if once and buffer_bytes >= STREAM_MIN_BYTES and u.shape[0] * u.dtype.itemsize == 64:
+            return f"__builtin_prefetch((const char *)({ptr}) + {PREFETCH_AHEAD}, 0, 0);"
+        return ""
 
     def store_vector(self, u: UOp, ptr: str, value: str, aligned: bool, buffer_bytes: int) -> str:
         if aligned and buffer_bytes >= STREAM_MIN_BYTES and u.src[0].shape[0] * u.src[0].dtype.itemsize == 64:

@@ -41,6 +41,11 @@ def _nonneg(u: UOp) -> bool:
     return u.vmin >= 0
 
 
+def read_once(idx: UOp, loops: frozenset[UOp]) -> bool:
+    """The INDEX idx changes with every loop of the kernel: no element it reads is read twice."""
+    return loops <= {x for x in idx.src[1].toposort() if x.op is Ops.RANGE}
+
+
 def _vec(u: UOp) -> bool:
     """A (k,)-shaped value, k >= 2 (PARAMs and the STACKs spelling their shapes have shapes too, but are no
     values: a kernel's shape STACKs are of one dim, (size,), or none, a Variable's ())."""
@@ -218,6 +223,11 @@ class CStyleLanguage:
     stream_prelude: str = ""  # declarations a kernel with streaming stores needs
     stream_fence: str = ""  # the statement ending such a kernel (orders the streamed stores before its return)
 
+    def load_hint(self, u: UOp, ptr: str, buffer_bytes: int, once: bool) -> str:
+        """A statement before the contiguous vector load u at ptr from a buffer_bytes buffer ("" for none); `once`:
+        the kernel reads each of the load's elements once (its index uses every loop)."""
+        return ""
+
     def store_vector(self, u: UOp, ptr: str, value: str, aligned: bool, buffer_bytes: int) -> str:
         """A contiguous vector store of value at ptr (aligned to a whole vector or not) into a buffer_bytes buffer."""
         return f"*({self.vtype(u.src[0])}{'' if aligned else '_u'}*){ptr} = {value};"
@@ -308,6 +318,7 @@ class CStyleLanguage:
             if u.op is Ops.INDEX and _vec(u) and (reg := reg_param(u.src[0])) is not None:
                 vec_regs[reg] = u.shape[0]
         streamed = False
+        loops = frozenset(u for u in uops if u.op is Ops.RANGE)
         # a vector index base + STACK(0..k-1) is only an address unless some op other than INDEX uses its value
         values = {s for u in uops if u.op is not Ops.INDEX for s in u.src}
         buffers = sorted({(u.arg.slot, u.arg.dtype) for u in uops if _is_global(u)})
@@ -380,11 +391,14 @@ class CStyleLanguage:
             elif op is Ops.LOAD and _vec(u):
                 counter += 1
                 r[u] = v = f"val{counter}"
-                load = (
-                    r[u.src[0]]
-                    if _is_reg(u.src[0].src[0])
-                    else f"*({self.vtype(u)}{self.align(u.src[0])}*){r[u.src[0]]}"
-                )
+                idx = u.src[0]
+                if _is_reg(idx.src[0]):
+                    load = r[idx]
+                else:
+                    load = f"*({self.vtype(u)}{self.align(idx)}*){r[idx]}"
+                    nbytes = idx.src[0].shape[0] * idx.dtype.itemsize if isinstance(idx.src[0].shape[0], int) else 0
+                    if hint := self.load_hint(u, r[idx], nbytes, read_once(idx, loops)):
+                        emit(hint)
                 emit(f"{self.vtype(u)} {v} = {load};")
             elif op is Ops.STORE and _vec(u.src[0]):
                 idx, value = u.src[0], self.bcast(u.src[1], u.src[0], r)

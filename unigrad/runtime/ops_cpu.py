@@ -7,6 +7,7 @@ import atexit
 import ctypes
 import functools
 import hashlib
+import mmap
 import os
 import pathlib
 import shutil
@@ -24,11 +25,17 @@ from unigrad.runtime import Allocator, Compiled, Compiler, to_numpy_dtype
 from unigrad.runtime.cpu_pool import n_threads, pool
 
 ALIGN = CLanguage.buffer_align  # every buffer starts on a whole vector: the renderer emits aligned accesses
+HUGE_PAGE = 1 << 21  # a buffer this big or bigger starts on a huge page and asks the OS for huge pages
+# mmap's default is a shared mapping (no transparent huge pages): ask for a private one where the OS has flags
+MAP_PRIVATE = {"flags": mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS} if hasattr(mmap, "MAP_ANONYMOUS") else {}
 
 
 class CPUAllocator(Allocator):
     """Host memory (uninitialized, aligned to 64 bytes); the handle is (keep-alive array, address).
 
+    A buffer of HUGE_PAGE bytes or more starts on a 2 MiB boundary and is advised MADV_HUGEPAGE before its
+    first touch: streaming kernels then take one TLB miss per 2 MiB instead of per 4 KiB (under a VM's nested
+    paging that is 5-40% of a memory-bound kernel's bandwidth), and a fresh buffer faults 512x less often.
     Freed buffers are kept by size and handed out again (up to CACHE_BYTES), so a step that allocates the
     same intermediates every time does not pay the kernel's page faults again."""
 
@@ -43,13 +50,29 @@ class CPUAllocator(Allocator):
             self.cached -= nbytes
             return free.pop()
         try:
-            raw = np.empty(nbytes + ALIGN, np.uint8)
-        except MemoryError:
+            return self._new(nbytes)
+        except (MemoryError, OSError):  # out of memory: give the cached buffers back first
             self.cache.clear()
             self.cached = 0
+            return self._new(nbytes)
+
+    @staticmethod
+    def _new(nbytes: int) -> Any:
+        if nbytes < HUGE_PAGE:
             raw = np.empty(nbytes + ALIGN, np.uint8)
-        addr = raw.ctypes.data
-        return raw, addr + (-addr % ALIGN)
+            addr = raw.ctypes.data
+            return raw, addr + (-addr % ALIGN)
+        # a private anonymous mapping (returned to the OS when freed), 2 MiB more than asked: the slack around the
+        # aligned range is never touched, so it costs address space, not memory
+        m = mmap.mmap(-1, nbytes + HUGE_PAGE, **MAP_PRIVATE)
+        raw = np.frombuffer(m, np.uint8)  # keeps the mapping alive
+        offset = -raw.ctypes.data % HUGE_PAGE
+        if hasattr(mmap, "MADV_HUGEPAGE"):
+            try:
+                m.madvise(mmap.MADV_HUGEPAGE, offset, nbytes - nbytes % HUGE_PAGE)
+            except OSError:  # a hint: the kernel may not do huge pages
+                pass
+        return raw, raw.ctypes.data + offset
 
     def free(self, handle: Any, nbytes: int) -> None:
         if self.cached + nbytes <= self.CACHE_BYTES:

@@ -28,8 +28,9 @@ from unigrad.pipeline.expand import chain_tops, end_chain
 from unigrad.pipeline.optimize.opts import Opt, OptOps, axes, bound
 
 MIN_THREAD_WORK = 1 << 16  # iterations (outputs x reduce size) below which one thread is faster
-# elementwise: iterations per thread chunk at most; the pool hands chunks out as cores free up, so a core slowed by
-# other work gets fewer (measured 2-4% faster on the 16M elementwise chain than one chunk per core)
+# elementwise and plain reductions: iterations per thread chunk at most; the pool hands chunks out as cores free up,
+# so a core slowed by other work (or woken late) gets fewer (measured 2-4% faster on the 16M elementwise chain than
+# one chunk per core)
 CHUNK_WORK = 1 << 19
 SPLIT_ACC = 32  # independent accumulators of a reduction
 # matmul register tile: amounts to try (largest first) for the outer and the inner (vector) axis; 8 x 16 measured
@@ -168,7 +169,8 @@ def hand_coded_opts(sink: UOp, threads: int) -> list[Opt]:
         sizes[i] //= amount
         whole.append(sizes[i] == 1)  # a part of size 1 is no axis: later axis indices shift
 
-    if reduces and len(outputs) >= 2 and work >= MIN_THREAD_WORK:
+    matmul_like = bool(reduces) and len(outputs) >= 2
+    if matmul_like and work >= MIN_THREAD_WORK:
         tile = _register_tile(sink, outputs, reduces[-1], lambda r: sizes[rs.index(r)])
         for r, amount, kind in tile:
             split(r, amount, kind)
@@ -186,11 +188,11 @@ def hand_coded_opts(sink: UOp, threads: int) -> list[Opt]:
             split(r, lanes, AxisType.UPCAST)
     if threads > 1 and outputs and work >= MIN_THREAD_WORK:
         n = sizes[rs.index(outputs[0])]
-        # one chunk per core (elementwise: chunks of at most CHUNK_WORK), or the fewest chunks (up to 4x as many)
-        # that divide the outermost loop evenly
-        want = threads if reduces else max(threads, work // CHUNK_WORK)
+        # one chunk per core (matmul-like: each core keeps its panel of the output), else chunks of at most
+        # CHUNK_WORK; or the fewest chunks (up to 4x as many) that divide the outermost loop evenly
+        want = min(n, threads if matmul_like else max(threads, work // CHUNK_WORK))
         chunks = next((k for k in range(want, 4 * want + 1) if n % k == 0), None)
-        if chunks is not None:
+        if chunks is not None and chunks > 1:
             split(outputs[0], chunks, AxisType.THREAD, top=True)
     if blocks is not None and not any(whole):
         # the block loop outermost (inside the THREAD axis): swapped with the outermost output
