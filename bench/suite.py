@@ -246,12 +246,12 @@ class Row:
     unigrad: Timing | None
     numpy: Timing | None = None
     torch: Timing | None = None
-    machine: Timing | None = None  # hand-written C doing the same traffic (bench.machine), memory-bound cases
     work: float = 0.0  # bytes, flops or samples per call; 0: no throughput column
     unit: str = ""  # a key of UNIT_SCALE
     ok: bool | None = None  # unigrad's result matched the reference; None: not checked
     error: str = ""  # unigrad raised this
     notes: list[str] = field(default_factory=list)
+    machine: Timing | None = None  # hand-written C doing the same traffic (bench.machine), memory-bound cases
 
     def throughput(self, t: Timing | None) -> float | None:
         return self.work / t.median_s / UNIT_SCALE[self.unit] if t is not None and self.work else None
@@ -275,7 +275,7 @@ def bench_elementwise(s: Sizes) -> list[Row]:
     ok = check("elementwise", out.numpy(), ref, rtol=1e-6, atol=1e-6)
     check("elementwise hand-written C", out_c(), ref, rtol=1e-6, atol=1e-6)
     name = f"elementwise 5 ops, {n / 2**20:g}M f32"
-    return [Row("elementwise", name, ug, np_t, th_t, c_t, work=4 * 4 * n, unit="GB/s", ok=ok)]
+    return [Row("elementwise", name, ug, np_t, th_t, machine=c_t, work=4 * 4 * n, unit="GB/s", ok=ok)]
 
 
 def bench_sum(s: Sizes) -> list[Row]:
@@ -289,7 +289,7 @@ def bench_sum(s: Sizes) -> list[Row]:
     ok = check("sum", out.numpy(), a.sum(dtype=np.float64), rtol=1e-5, atol=0)
     check("sum hand-written C", partials().sum(dtype=np.float64), a.sum(dtype=np.float64), rtol=1e-5, atol=0)
     name = f"sum, {n / 2**20:g}M f32"
-    return [Row("sum", name, ug, np_t, th_t, c_t, work=4 * n, unit="GB/s", ok=ok)]
+    return [Row("sum", name, ug, np_t, th_t, machine=c_t, work=4 * n, unit="GB/s", ok=ok)]
 
 
 def softmax_numpy(x: np.ndarray) -> np.ndarray:

@@ -547,6 +547,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
 
     def expand(self, *shape: Any) -> Tensor:
         shp = _shape_arg(shape)
+        if shp == self.shape:  # the common case (operands already broadcast): nothing to check or build
+            return self
         if len(shp) < self.ndim:
             raise RuntimeError(f"expand: the target shape {shp} has fewer dims than the tensor's {self.shape}")
         base = (1,) * (len(shp) - self.ndim) + self.shape

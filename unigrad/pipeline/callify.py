@@ -22,7 +22,7 @@ def is_buffer_input(u: UOp) -> bool:
 
 def callify(sink: UOp) -> UOp:
     """SINK(tensor uops) -> FUNCTION(TUPLE(body...), inputs...) with inputs replaced by PARAM(k)."""
-    mapping: dict[UOp, UOp] = {}
+    memo: dict[UOp, UOp] = {}  # node -> its rebuilt node, in one walk (sources first)
     args: list[UOp] = []
     bound: list[UOp] = []
     for u in sink.toposort(gate=lambda x: not is_buffer_input(x)):
@@ -31,12 +31,15 @@ def callify(sink: UOp) -> UOp:
         if is_buffer_input(u):
             buf = u if u.op is Ops.BUFFER else u.src[0]
             pa = ParamArg(len(args), buf.arg.dtype, buf.arg.device, AddrSpace.GLOBAL)
-            mapping[u] = UOp(Ops.PARAM, (buf.src[0],), pa)
+            memo[u] = UOp(Ops.PARAM, (buf.src[0],), pa)
             args.append(u)
         elif u.op is Ops.PARAM and u.arg.name is not None and len(u.src) == 4:
-            mapping[u] = u.replace(src=u.src[:3])  # bound Variable: the body sees it unbound, the runtime its value
+            memo[u] = u.replace(src=u.src[:3])  # bound Variable: the body sees it unbound, the runtime its value
             bound.append(u)
-    body = sink.substitute(mapping) if mapping else sink
+        else:
+            new_src = tuple(memo[s] for s in u.src)
+            memo[u] = u if new_src == u.src else u.replace(src=new_src)
+    body = memo[sink]
     return UOp(Ops.FUNCTION, (UOp(Ops.TUPLE, body.src), *args, *sorted(bound, key=lambda v: v.arg.name)))
 
 
