@@ -158,20 +158,24 @@ class UOp:
         With `gate`, nodes for which gate(node) is False are listed but not walked into."""
         visited: set[UOp] = set()
         out: list[UOp] = []
-        stack: list[tuple[UOp, bool]] = [(self, False)]
+        # a node is pushed, then a None marker over it when it is expanded: popping the marker emits the node
+        # below it (its sources, pushed above the marker, are all emitted by then)
+        stack: list[UOp | None] = [self]
+        push, pop, emit, seen = stack.append, stack.pop, out.append, visited.add
         while stack:
-            u, expanded = stack.pop()
-            if expanded:
-                out.append(u)
+            u = pop()
+            if u is None:
+                emit(pop())  # type: ignore[arg-type]
                 continue
             if u in visited:
                 continue
-            visited.add(u)
-            stack.append((u, True))
+            seen(u)
+            push(u)
+            push(None)
             if gate is None or gate(u):
                 for s in reversed(u.src):
                     if s not in visited:
-                        stack.append((s, False))
+                        push(s)
         return out
 
     def substitute(self, mapping: Mapping[UOp, UOp], walk: Callable[[UOp], bool] | None = None) -> UOp:
