@@ -17,6 +17,7 @@ Workloads (sizes in FULL below; `--quick` uses QUICK for CI smoke runs: arrays 1
                    the same chain eagerly
   8. startup       a fresh `python -c` printing a first small result, unigrad with a cold compile cache (CACHEDIR
                    a new empty directory) and with a warm one; numpy and torch print the same in their own terms
+                   (unigrad's Python bytecode is compiled first, as a package install does)
 
 What is timed: one call from building the graph to filled output buffers. A unigrad call builds the lazy graph and
 `.realize()`s it; the CPU device runs its kernels synchronously inside realize, so the kernels are inside the timed
@@ -556,6 +557,9 @@ def time_snippet(code: str, runs: int, cold: bool) -> tuple[Timing, str]:
 
 
 def bench_startup(s: Sizes) -> list[Row]:
+    # unigrad's bytecode compiled first, as installing a package does (numpy's and torch's ship compiled): an
+    # editable checkout under PYTHONDONTWRITEBYTECODE=1 would otherwise compile every module in every process
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "unigrad")], check=True, capture_output=True)
     peers = {name: time_snippet(SNIPPETS[name], s.startup_runs, cold=False)[0] for name in ("numpy", "torch")}
     python = time_snippet(SNIPPETS["python"], s.startup_runs, cold=False)[0]
     rows = []
