@@ -30,6 +30,7 @@ from unigrad.ir.props import broadcast_shapes
 from unigrad.ir.sint import always_le, resolve_shape, sadd, sfloordiv, sint, smax, smin, smul, sprod, ssub
 from unigrad.ir.spec import verify_tensor_op
 from unigrad.ir.uop import UOp
+from unigrad.pipeline.expand import identity_element
 from unigrad.runtime import Device
 from unigrad.runtime import jit as rt_jit
 from unigrad.runtime import realize as rt
@@ -61,6 +62,7 @@ def _norm_axis(op: str, axis: int, ndim: int) -> int:
 # torch's in-place cast rule: a result may be written into a tensor of the same or a higher kind (bool < int < float)
 SPLIT_REDUCE_MIN = 1 << 17  # reduced elements per output from which a reduce runs as two kernels
 SPLIT_REDUCE_MAX_OUT = 64  # ... when it has at most this many outputs (more outputs already fill the cores)
+SPLIT_REDUCE_PARTS = (256, 128, 64, 32, 16)  # partial results of such a reduce, the most that leaves each >= 1024
 # matmul B packing (Tensor._packed_for_matmul): panels of one float32 AVX-512 vector, for a B of at least
 # PACK_MIN_BYTES multiplied by at least PACK_MIN_ROWS rows (the copy is then a small part of the work)
 PACK_LANES = 16
@@ -936,11 +938,16 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         n_out, n_red = math.prod(shape[: len(shape) - len(axes)]), math.prod(shape[len(shape) - len(axes) :])
         if n_red < SPLIT_REDUCE_MIN or n_out > SPLIT_REDUCE_MAX_OUT:
             return None
-        parts = next((p for p in (256, 128, 64, 32, 16) if n_red % p == 0 and n_red // p >= 1024), None)
-        if parts is None:
-            return None
         keep = shape[: len(shape) - len(axes)]
-        x = self.reshape((*keep, parts, n_red // parts))
+        parts = next((p for p in SPLIT_REDUCE_PARTS if n_red % p == 0 and n_red // p >= 1024), None)
+        if parts is not None:
+            x = self.reshape((*keep, parts, n_red // parts))
+        else:  # no such divisor (a prime length): padded with the op's identity to a multiple of the parts
+            parts = next(p for p in SPLIT_REDUCE_PARTS if n_red // p >= 1024)
+            flat = self.reshape((*keep, n_red)).pad(
+                ((0, 0),) * len(keep) + ((0, -n_red % parts),), value=identity_element(op, self.dtype)
+            )
+            x = flat.reshape((*keep, parts, flat.shape[-1] // parts))
         partial = x._new(UOp(Ops.REDUCE, (x.uop,), ReduceArg(op, (len(keep) + 1,)))).contiguous()
         out = partial._new(UOp(Ops.REDUCE, (partial.uop,), ReduceArg(op, (len(keep),))))
         return out.reshape((*keep, *([1] * len(axes))))

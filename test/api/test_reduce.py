@@ -288,3 +288,26 @@ def test_python_device():
     check(t.logcumsumexp(0), torch.logcumsumexp(tx, 0))
     y = np.linspace(-1, 1, 40).astype(np.float32)
     check(Tensor(y, device="PYTHON").cumsum(0), torch.cumsum(torch.from_numpy(y), 0))  # blocked scan
+
+
+@pytest.mark.parametrize("n", [131101, 1000003])  # primes: no divisor to split the reduce by
+def test_long_prime_length_reduce_splits_with_padding(n):
+    """A long reduce whose length has no divisor runs as two kernels over a copy padded with the op's identity
+    (0 for sum, -inf for max): as accurate as a divisible length (a single accumulator drifted by ~1e-5)."""
+    from unigrad.runtime import realize as rt
+
+    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    t = Tensor(x, requires_grad=True)
+    before = rt.stats.kernels
+    s = t.sum()
+    np.testing.assert_allclose(s.numpy(), x.astype(np.float64).sum(), rtol=2e-6, atol=2e-3)
+    assert rt.stats.kernels - before == 2
+    assert t.max().numpy() == x.max() and t.min().numpy() == x.min()
+    xi = np.random.default_rng(1).integers(-1000, 1000, n).astype(np.int32)
+    assert Tensor(xi).max().numpy() == xi.max() and Tensor(xi).sum().numpy() == xi.sum()
+    (s + t.max() * 2).backward()
+    want = np.ones(n, np.float32)
+    want[np.argmax(x)] += 2
+    np.testing.assert_array_equal(t.grad.numpy(), want)
+    rows = np.random.default_rng(3).standard_normal((3, n)).astype(np.float32)
+    np.testing.assert_allclose(Tensor(rows).sum(1).numpy(), rows.astype(np.float64).sum(1), rtol=2e-6, atol=2e-3)

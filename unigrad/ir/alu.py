@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 from unigrad.dtype import ConstType, DType, cast_scalar, dtypes
@@ -32,6 +33,49 @@ def _round_float(x: float, dt: DType) -> float:
         bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
         return struct.unpack("f", struct.pack("I", bits))[0]
     return x
+
+
+def _next_float32(x: float, up: bool) -> float:
+    """The float32 after (up) or before the finite float32 x."""
+    if x == 0:
+        return math.copysign(2.0**-149, 1.0 if up else -1.0)
+    bits = struct.unpack("I", struct.pack("f", x))[0] + (1 if (x > 0) == up else -1)
+    return struct.unpack("f", struct.pack("I", bits))[0]
+
+
+def fma(a: float, b: float, c: float, dt: DType) -> float:
+    """a*b + c rounded once to dt (float32 or float64), as C's fmaf/fma: the exact value, correctly rounded
+    (to nearest, ties to even). A float32 product is exact in float64, so one float64 add suffices unless its
+    result lands on a float32 tie (the exact value may lie on either side): then, and for float64, the exact
+    value is computed with Fractions."""
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return _round_float(a * b + c, dt)  # inf/nan products: as unfused
+    if not math.isfinite(c):
+        return c
+    if dt is dtypes.float32:
+        s = a * b + c
+        r = _round_float(s, dt)
+        if r == s:  # s is a float32, and the exact value within half a float64 ulp of it rounds to it
+            return r
+        if not math.isinf(r) and s - r != _next_float32(r, s > r) - s:
+            return r  # not a tie: the exact value is on s's side of the float32 midpoint
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    if exact == 0:  # IEEE: +0, unless a zero product and c are both -0
+        return math.copysign(0.0, a) * math.copysign(1.0, b) + c if (a == 0 or b == 0) and c == 0 else 0.0
+    try:
+        s = float(exact)  # correctly rounded to float64
+    except OverflowError:
+        return math.copysign(math.inf, exact)
+    if dt is dtypes.float64:
+        return s
+    r = _round_float(s, dt)
+    if r == s or math.isinf(r):
+        return r
+    other = _next_float32(r, s > r)
+    mid = (Fraction(r) + Fraction(other)) / 2
+    if exact == mid:
+        return r  # struct's rounding of s (itself the tie) is ties-to-even
+    return other if (exact > mid) == (other > r) else r
 
 
 def normalize(x: Any, dt: DType) -> ConstType:
@@ -203,4 +247,6 @@ def exec_alu(op: Ops, dtype: DType, *vals: ConstType) -> ConstType:
     if op is Ops.MOD and dtype.is_float:
         a, b = vals
         return normalize(math.nan if b == 0 else a % b, dtype)  # Python's float % is floor-mod (1 % inf == 1)
+    if op is Ops.MULACC and dtype in (dtypes.float32, dtypes.float64):
+        return fma(*vals, dtype)  # type: ignore[arg-type]  # fused: rounded once
     return normalize(ALU_PY[op](*vals), dtype)

@@ -9,6 +9,9 @@ those are decomposed in turn when they are in the set and left to the renderer w
 After: `ir/spec.verify_selected` holds (no op of the set remains); RANGE/END, LOAD/STORE and the accumulators are
 untouched, so what linearize and verify_linear need is unchanged.
 
+Fused multiply-add: a target that keeps MULACC (C: fmaf/fma) gets each float32/float64 accumulation
+STORE(acc, acc + a*b) as STORE(acc, MULACC(a, b, acc)), rounded once (ir/alu.fma is its definition).
+
 Laws: the simple ops follow the spec's table, except CMPGE/CMPLE on floats, which must be false on nan (the
 spec's CMPNE(CMPLT(a, b), 1) is true there): a >= b is (b < a) | (a == b). The transcendental rules
 (decomp/transcendental.py) and THREEFRY (decomp/threefry.py) say their methods, accuracy and special cases.
@@ -105,10 +108,43 @@ def isel_matcher(decompose: frozenset[Ops]) -> PatternMatcher:
 
 
 def isel(sink: UOp, decompose: frozenset[Ops]) -> UOp:
-    """Kernel SINK after expand -> the same kernel with every op of `decompose` rewritten into primitives."""
-    if not decompose or not any(u.op in decompose for u in sink.toposort()):
-        return sink
-    return graph_rewrite(sink, isel_matcher(frozenset(decompose)))
+    """Kernel SINK after expand -> the same kernel with every op of `decompose` rewritten into primitives, and,
+    when the target keeps MULACC (it is not in `decompose`), each float accumulation acc + a*b fused into one."""
+    if decompose and any(u.op in decompose for u in sink.toposort()):
+        sink = graph_rewrite(sink, isel_matcher(frozenset(decompose)))
+    if Ops.MULACC not in decompose:
+        sink = graph_rewrite(sink, pm_fuse_mulacc)
+    return sink
+
+
+# ---------------------------------------------------------------- fused multiply-add
+
+FMA_DTYPES = frozenset({dtypes.float32, dtypes.float64})  # the dtypes with a correctly rounded fma (C's fmaf/fma)
+
+
+def fuse_accumulate(st: UOp) -> UOp | None:
+    """STORE(acc, acc + a*b) into a register accumulator -> STORE(acc, MULACC(a, b, acc)): a reduction of products
+    (matmul, convolution) rounds once per step, in one instruction. Only accumulations are fused: elsewhere the
+    decompositions' products (split constants, range reductions) are meant to round on their own."""
+    idx, val = st.src[0], st.src[1]
+    if val.op is not Ops.ADD or val.dtype not in FMA_DTYPES or idx.op is not Ops.INDEX or reg_param(idx.src[0]) is None:
+        return None
+    for m, acc in ((val.src[1], val.src[0]), (val.src[0], val.src[1])):
+        if m.op is Ops.MUL:
+            return st.replace(src=(idx, UOp(Ops.MULACC, (m.src[0], m.src[1], acc)), *st.src[2:]))
+    return None
+
+
+def unfused_mulacc(u: UOp) -> UOp | None:
+    """MULACC on a dtype without a correctly rounded fma (ints, half, bfloat16) -> a*b + c, even for a target
+    that keeps MULACC."""
+    return u.src[0] * u.src[1] + u.src[2] if u.dtype not in FMA_DTYPES else None
+
+
+pm_fuse_mulacc = PatternMatcher(
+    [(UPat(Ops.STORE, name="st"), fuse_accumulate), (UPat(Ops.MULACC, name="u"), unfused_mulacc)],
+    name="pm_fuse_mulacc",
+)
 
 
 # ---------------------------------------------------------------- vector selection

@@ -5,7 +5,8 @@ from __future__ import annotations
 from unigrad.dtype import DType, dtypes
 from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.uop import UOp
-from unigrad.render.cstyle import CStyleLanguage, KernelSignature
+from unigrad.pipeline.isel import FMA_DTYPES
+from unigrad.render.cstyle import CStyleLanguage, KernelSignature, _num, _vec
 
 PRELUDE = """#include <math.h>
 #include <string.h>
@@ -92,7 +93,8 @@ class CLanguage(CStyleLanguage):
     stream_fence = "nt_fence();"
     # isel replaces all of the spec's decomposed ops, libm's exp2/log2/sin/sqrt included: the PYTHON device
     # shares this renderer and interprets the same primitives, so both devices compute the same bits
-    decompose = GroupOp.Decomposed
+    # ... but MULACC, which isel makes of each float accumulation (acc + a*b) and is rendered as C's fmaf/fma
+    decompose = GroupOp.Decomposed - {Ops.MULACC}
     float_funcs = {Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.SQRT: "sqrt"}
 
     def load_hint(self, u: UOp, ptr: str, buffer_bytes: int, once: bool) -> str:
@@ -104,6 +106,27 @@ class CLanguage(CStyleLanguage):
         if aligned and buffer_bytes >= STREAM_MIN_BYTES and u.src[0].shape[0] * u.src[0].dtype.itemsize == 64:
             return f"nt_store({ptr}, {value});"
         return super().store_vector(u, ptr, value, aligned, buffer_bytes)
+
+    def can_vector(self, u: UOp) -> bool:
+        return u.dtype in FMA_DTYPES and _num(u) if u.op is Ops.MULACC else super().can_vector(u)
+
+    def vector_typedefs(self, uops: tuple[UOp, ...]) -> str:
+        """The vector types, and an fma_<type> for each vector type a MULACC takes: C's fmaf/fma lane by lane,
+        which the compiler turns into one vector FMA instruction."""
+        fused = sorted({self.vtype(u) for u in uops if u.op is Ops.MULACC and _vec(u)})
+        defs = [super().vector_typedefs(uops)]
+        for T in fused:
+            k, fn = T.rsplit("_v", 1)[1], "__builtin_fmaf" if T.startswith("float32") else "__builtin_fma"
+            defs.append(
+                f"static inline {T} fma_{T}({T} a, {T} b, {T} c) "
+                f"{{ {T} r; for (int i = 0; i < {k}; i++) r[i] = {fn}(a[i], b[i], c[i]); return r; }}"
+            )
+        return "\n".join(defs)
+
+    def valu(self, u: UOp, r: dict[UOp, str]) -> str:
+        if u.op is Ops.MULACC:
+            return f"fma_{self.vtype(u)}({', '.join(self.bcast(s, u, r) for s in u.src)})"
+        return super().valu(u, r)
 
     def storage_type(self, dt: DType) -> str:
         return "unsigned short" if dt is dtypes.bfloat16 else self.ctype(dt)
@@ -124,6 +147,8 @@ class CLanguage(CStyleLanguage):
         return f"{target} = {value};"
 
     def alu(self, u: UOp, a: list[str]) -> str:
+        if u.op is Ops.MULACC:  # isel fuses float32/float64 accumulations only
+            return f"{'__builtin_fmaf' if u.dtype is dtypes.float32 else '__builtin_fma'}({a[0]}, {a[1]}, {a[2]})"
         if u.dtype is dtypes.float16 and u.op in self.float_funcs:  # no half libm: compute in float
             return f"(_Float16){self.float_funcs[u.op]}f((float){a[0]})"
         if u.op is Ops.CAST and u.dtype is dtypes.bfloat16:
