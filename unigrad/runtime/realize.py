@@ -192,6 +192,8 @@ def _count(linear: UOp) -> int:
             mult = mult // b if b else 1
         elif u.op in (Ops.ADD, Ops.MUL, Ops.MAX, Ops.RECIP, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT) and u.dtype.is_float:
             flops += mult
+        elif u.op is Ops.MULACC and u.dtype.is_float:
+            flops += 2 * mult  # a multiply and an add
     return flops
 
 
