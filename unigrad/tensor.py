@@ -962,6 +962,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             if (self.dtype.is_int or self.dtype.is_bool)
             else self.dtype
         )
+        if acc.itemsize < 4 and acc.is_float:  # half and bfloat16 accumulate in float32 (as torch), then round once
+            return self.cast(dtypes.float32)._reduce(Ops.ADD, axis, keepdim, "sum").cast(acc)
         return self.cast(acc)._reduce(Ops.ADD, axis, keepdim, "sum")
 
     def prod(

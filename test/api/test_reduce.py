@@ -311,3 +311,21 @@ def test_long_prime_length_reduce_splits_with_padding(n):
     np.testing.assert_array_equal(t.grad.numpy(), want)
     rows = np.random.default_rng(3).standard_normal((3, n)).astype(np.float32)
     np.testing.assert_allclose(Tensor(rows).sum(1).numpy(), rows.astype(np.float64).sum(1), rtol=2e-6, atol=2e-3)
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000, 131101])
+def test_half_sum_accumulates_in_float32(n):
+    """float16/bfloat16 sums accumulate in float32 and round once, as torch: the result is the half value nearest
+    to the exact sum (a float16 accumulator was off by ulps at n = 1000; torch's bfloat16 sum at n = 131101 is)."""
+    x = (np.random.default_rng(n).standard_normal(n) * 3).astype(np.float16)
+    out = Tensor(x).sum()
+    assert out.dtype is dtypes.float16
+    exact = torch.tensor(x).double().sum()
+    assert out.numpy() == exact.to(torch.float16).numpy()
+    xb = torch.tensor(x.astype(np.float32)).to(torch.bfloat16)
+    got = Tensor(xb.float().numpy()).cast(dtypes.bfloat16).sum()
+    assert got.dtype is dtypes.bfloat16
+    assert got.cast(dtypes.float32).numpy() == xb.double().sum().to(torch.bfloat16).float().numpy()
+    t = Tensor(x, requires_grad=True)
+    t.sum().backward()
+    assert t.grad.dtype is dtypes.float16 and (t.grad.numpy() == 1).all()
