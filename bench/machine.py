@@ -85,28 +85,29 @@ def _buffer(x: np.ndarray | int) -> Any:
     return h
 
 
-def _caller(entry: str, handles: list[Any], n: int) -> Callable[[], None]:
-    if n % (CHUNKS * 64):
-        raise ValueError(f"bench.machine: n={n} must be a multiple of {CHUNKS * 64}")
-    ptrs = (ctypes.c_void_p * len(handles))(*(h[1] for h in handles))
-    vals = (ctypes.c_longlong * 2)(n, CHUNKS)
-    fn = ctypes.cast(getattr(_lib(), entry), ctypes.c_void_p)
-    lib = pool(n_threads())
+class _Run:
+    """One call of a reference kernel on the pool: keeps the buffers its pointers point into alive."""
 
-    def run() -> None:
-        lib.pool_run(fn, ptrs, vals, CHUNKS)
+    def __init__(self, entry: str, handles: list[Any], n: int) -> None:
+        if n % (CHUNKS * 64):
+            raise ValueError(f"bench.machine: n={n} must be a multiple of {CHUNKS * 64}")
+        self.handles = handles
+        self.ptrs = (ctypes.c_void_p * len(handles))(*(h[1] for h in handles))
+        self.vals = (ctypes.c_longlong * 2)(n, CHUNKS)
+        self.fn = ctypes.cast(getattr(_lib(), entry), ctypes.c_void_p)
+        self.pool = pool(n_threads())
 
-    run.buffers = handles  # type: ignore[attr-defined]  # the memory the pointers point into lives as long as run
-    return run
+    def __call__(self) -> None:
+        self.pool.pool_run(self.fn, self.ptrs, self.vals, CHUNKS)
 
 
 def stream(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[Callable[[], None], Callable[[], np.ndarray]]:
     """(run, result): run() computes max(a * b + c, 0) * 0.5 + a in hand-written C; result() copies it out."""
     hs = [_buffer(a.size), _buffer(a), _buffer(b), _buffer(c)]
-    return _caller("stream_entry", hs, a.size), lambda: Device["CPU"].allocator.copyout(hs[0], dtypes.float32, a.size)
+    return _Run("stream_entry", hs, a.size), lambda: Device["CPU"].allocator.copyout(hs[0], dtypes.float32, a.size)
 
 
 def read_sum(a: np.ndarray) -> tuple[Callable[[], None], Callable[[], np.ndarray]]:
     """(run, partials): run() sums each of the CHUNKS chunks of a in hand-written C; partials() copies them out."""
     hs = [_buffer(CHUNKS), _buffer(a)]
-    return _caller("sum_entry", hs, a.size), lambda: Device["CPU"].allocator.copyout(hs[0], dtypes.float32, CHUNKS)
+    return _Run("sum_entry", hs, a.size), lambda: Device["CPU"].allocator.copyout(hs[0], dtypes.float32, CHUNKS)

@@ -156,23 +156,8 @@ class Timing:
 def measure(run: Callable[[], R], s: Sizes) -> tuple[Timing, R]:
     """Warm up with one call (its result is returned, for checking), then time up to s.max_runs calls: as many
     as fit in s.budget_s at the first timed call's speed, at least one."""
-    time.sleep(SETTLE_S)
-    t0 = time.perf_counter()
-    first = run()
-    warm = time.perf_counter() - t0
-    kernels0 = rt.stats.kernels
-    times: list[float] = []
-    runs = 1
-    while len(times) < runs:
-        gc.collect()
-        t0 = time.perf_counter()
-        out = run()
-        times.append(time.perf_counter() - t0)
-        del out  # freeing the result is not part of the call
-        if len(times) == 1:
-            runs = max(1, min(s.max_runs, int(s.budget_s / times[0])))
-    kernels = (rt.stats.kernels - kernels0) / runs
-    return Timing(statistics.median(times), runs, warm, min(times), kernels), first
+    timing, _, first = measure_beside(run, None, s)
+    return timing, first
 
 
 def measure_unigrad(run: Callable[[], R], s: Sizes) -> tuple[Timing | None, R | None, str]:
@@ -185,30 +170,34 @@ def measure_unigrad(run: Callable[[], R], s: Sizes) -> tuple[Timing | None, R | 
     return timing, first, ""
 
 
-def measure_beside(run: Callable[[], R], reference: Callable[[], None], s: Sizes) -> tuple[Timing, Timing, R]:
-    """measure() for run and a reference taking turns call by call, so both see the same machine (its memory
-    bandwidth drifts within seconds): (run's timing, the reference's, run's first result)."""
+def measure_beside(
+    run: Callable[[], R], reference: Callable[[], None] | None, s: Sizes
+) -> tuple[Timing, Timing | None, R]:
+    """measure() for run and a reference (if any) taking turns call by call, so both see the same machine (its
+    memory bandwidth drifts within seconds): (run's timing, the reference's, run's first result)."""
     time.sleep(SETTLE_S)
     t0 = time.perf_counter()
     first = run()
     warm = time.perf_counter() - t0
-    reference()
-    kernels = 0
-    times: tuple[list[float], list[float]] = ([], [])
+    fns = (run,) if reference is None else (run, reference)
+    if reference is not None:
+        reference()
+    kernels0 = rt.stats.kernels  # the reference runs no unigrad kernels
+    times: list[list[float]] = [[] for _ in fns]
     runs = 1
     while len(times[0]) < runs:
-        for k, fn in enumerate((run, reference)):
+        for fn, ts in zip(fns, times):
             gc.collect()
-            k0 = rt.stats.kernels
             t0 = time.perf_counter()
             out = fn()
-            times[k].append(time.perf_counter() - t0)
-            del out
-            kernels += (rt.stats.kernels - k0) if k == 0 else 0
+            ts.append(time.perf_counter() - t0)
+            del out  # freeing the result is not part of the call
         if len(times[0]) == 1:
-            runs = max(1, min(s.max_runs, int(s.budget_s / (times[0][0] + times[1][0]))))
-    ug, ref = (Timing(statistics.median(t), runs, warm, min(t)) for t in times)
-    return Timing(ug.median_s, runs, warm, ug.min_s, kernels / runs), ref, first
+            runs = max(1, min(s.max_runs, int(s.budget_s / sum(ts[0] for ts in times))))
+    kernels = (rt.stats.kernels - kernels0) / runs
+    ug = Timing(statistics.median(times[0]), runs, warm, min(times[0]), kernels)
+    ref = Timing(statistics.median(times[1]), runs, warm, min(times[1])) if reference is not None else None
+    return ug, ref, first
 
 
 def per_call(t: Timing, reps: int) -> Timing:

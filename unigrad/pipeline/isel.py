@@ -78,7 +78,13 @@ def not_(u: UOp) -> UOp:
     return x.ne(True) if x.dtype is dtypes.bool else x.ne(0).where(const(x, 0), const(x, 1))
 
 
-A, B, C = UPat.var("a"), UPat.var("b"), UPat.var("c")
+A, B = UPat.var("a"), UPat.var("b")
+
+
+def unfused_mulacc(u: UOp) -> UOp:
+    a, b, c = u.src
+    return a * b + c
+
 
 # one rule per decomposed op (two for DIV); isel keeps those whose op is in the target's set
 ISEL_RULES: list[Rule] = [
@@ -91,7 +97,7 @@ ISEL_RULES: list[Rule] = [
     (UPat(Ops.CMPLE, src=(A, B)), lambda a, b: UOp(Ops.CMPGE, (b, a))),  # a <= b -> b >= a
     (UPat(Ops.CMPEQ, src=(A, B)), lambda a, b: a.eq(b)),  # a == b -> (a != b) != 1
     (UPat(Ops.NOT, name="u"), not_),  # not x -> x != 1 (ints: x != 0 ? 0 : 1)
-    (UPat(Ops.MULACC, src=(A, B, C)), lambda a, b, c: a * b + c),  # mulacc(a, b, c) -> a*b + c
+    (UPat(Ops.MULACC, name="u"), unfused_mulacc),  # mulacc(a, b, c) -> a*b + c
     (UPat(Ops.EXP2, name="u", dtype=FLOATS), exp2),  # 2^x = 2^n * 2^f: exponent field * Taylor polynomial
     (UPat(Ops.LOG2, name="u", dtype=FLOATS), log2),  # log2(2^e * m) = e + ln(m)*log2(e): bits + atanh series
     (UPat(Ops.SIN, name="u", dtype=FLOATS), sin),  # sin(q*pi/2 + r): Cody-Waite r, sin/cos polynomial by q mod 4
@@ -135,14 +141,12 @@ def fuse_accumulate(st: UOp) -> UOp | None:
     return None
 
 
-def unfused_mulacc(u: UOp) -> UOp | None:
-    """MULACC on a dtype without a correctly rounded fma (ints, half, bfloat16) -> a*b + c, even for a target
-    that keeps MULACC."""
-    return u.src[0] * u.src[1] + u.src[2] if u.dtype not in FMA_DTYPES else None
-
-
 pm_fuse_mulacc = PatternMatcher(
-    [(UPat(Ops.STORE, name="st"), fuse_accumulate), (UPat(Ops.MULACC, name="u"), unfused_mulacc)],
+    [
+        (UPat(Ops.STORE, name="st"), fuse_accumulate),
+        # a target that keeps MULACC still gets a*b + c where the dtype has no correctly rounded fma
+        (UPat(Ops.MULACC, name="u"), lambda u: unfused_mulacc(u) if u.dtype not in FMA_DTYPES else None),
+    ],
     name="pm_fuse_mulacc",
 )
 

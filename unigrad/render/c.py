@@ -5,7 +5,6 @@ from __future__ import annotations
 from unigrad.dtype import DType, dtypes
 from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.uop import UOp
-from unigrad.pipeline.isel import FMA_DTYPES
 from unigrad.render.cstyle import CStyleLanguage, KernelSignature, _num, _vec
 
 PRELUDE = """#include <math.h>
@@ -81,6 +80,7 @@ STREAM_MIN_BYTES = 1 << 24
 # inputs that big, each element read once, are prefetched this many bytes ahead with the non-temporal hint: the
 # stream passes through L1 without evicting L2/L3 (the interpreter's objects, the next kernel's small inputs)
 PREFETCH_AHEAD = 4096
+FMA_FUNCS = {dtypes.float32: "__builtin_fmaf", dtypes.float64: "__builtin_fma"}  # isel fuses these dtypes only
 
 
 class CLanguage(CStyleLanguage):
@@ -108,18 +108,17 @@ class CLanguage(CStyleLanguage):
         return super().store_vector(u, ptr, value, aligned, buffer_bytes)
 
     def can_vector(self, u: UOp) -> bool:
-        return u.dtype in FMA_DTYPES and _num(u) if u.op is Ops.MULACC else super().can_vector(u)
+        return u.dtype in FMA_FUNCS and _num(u) if u.op is Ops.MULACC else super().can_vector(u)
 
     def vector_typedefs(self, uops: tuple[UOp, ...]) -> str:
         """The vector types, and an fma_<type> for each vector type a MULACC takes: C's fmaf/fma lane by lane,
         which the compiler turns into one vector FMA instruction."""
-        fused = sorted({self.vtype(u) for u in uops if u.op is Ops.MULACC and _vec(u)})
+        fused = {self.vtype(u): u for u in uops if u.op is Ops.MULACC and _vec(u)}
         defs = [super().vector_typedefs(uops)]
-        for T in fused:
-            k, fn = T.rsplit("_v", 1)[1], "__builtin_fmaf" if T.startswith("float32") else "__builtin_fma"
+        for T, u in sorted(fused.items()):
             defs.append(
-                f"static inline {T} fma_{T}({T} a, {T} b, {T} c) "
-                f"{{ {T} r; for (int i = 0; i < {k}; i++) r[i] = {fn}(a[i], b[i], c[i]); return r; }}"
+                f"static inline {T} fma_{T}({T} a, {T} b, {T} c) {{ {T} r; for (int i = 0; i < {u.shape[0]}; i++) "
+                f"r[i] = {FMA_FUNCS[u.dtype]}(a[i], b[i], c[i]); return r; }}"
             )
         return "\n".join(defs)
 
@@ -147,8 +146,8 @@ class CLanguage(CStyleLanguage):
         return f"{target} = {value};"
 
     def alu(self, u: UOp, a: list[str]) -> str:
-        if u.op is Ops.MULACC:  # isel fuses float32/float64 accumulations only
-            return f"{'__builtin_fmaf' if u.dtype is dtypes.float32 else '__builtin_fma'}({a[0]}, {a[1]}, {a[2]})"
+        if u.op is Ops.MULACC:
+            return f"{FMA_FUNCS[u.dtype]}({a[0]}, {a[1]}, {a[2]})"
         if u.dtype is dtypes.float16 and u.op in self.float_funcs:  # no half libm: compute in float
             return f"(_Float16){self.float_funcs[u.op]}f((float){a[0]})"
         if u.op is Ops.CAST and u.dtype is dtypes.bfloat16:

@@ -41,6 +41,12 @@ def _nonneg(u: UOp) -> bool:
     return u.vmin >= 0
 
 
+def _buffer_bytes(idx: UOp) -> int:
+    """Bytes of the buffer an INDEX points into (0 for a symbolic size)."""
+    size = idx.src[0].shape[0]
+    return size * idx.dtype.itemsize if isinstance(size, int) else 0
+
+
 def read_once(idx: UOp, loops: frozenset[UOp]) -> bool:
     """The INDEX idx changes with every loop of the kernel: no element it reads is read twice."""
     return loops <= {x for x in idx.src[1].toposort() if x.op is Ops.RANGE}
@@ -396,8 +402,7 @@ class CStyleLanguage:
                     load = r[idx]
                 else:
                     load = f"*({self.vtype(u)}{self.align(idx)}*){r[idx]}"
-                    nbytes = idx.src[0].shape[0] * idx.dtype.itemsize if isinstance(idx.src[0].shape[0], int) else 0
-                    if hint := self.load_hint(u, r[idx], nbytes, read_once(idx, loops)):
+                    if hint := self.load_hint(u, r[idx], _buffer_bytes(idx), read_once(idx, loops)):
                         emit(hint)
                 emit(f"{self.vtype(u)} {v} = {load};")
             elif op is Ops.STORE and _vec(u.src[0]):
@@ -405,8 +410,7 @@ class CStyleLanguage:
                 if _is_reg(idx.src[0]):
                     emit(f"{r[idx]} = {value};")
                 else:
-                    nbytes = idx.src[0].shape[0] * idx.dtype.itemsize if isinstance(idx.src[0].shape[0], int) else 0
-                    store = self.store_vector(u, r[idx], value, self.align(idx) == "", nbytes)
+                    store = self.store_vector(u, r[idx], value, self.align(idx) == "", _buffer_bytes(idx))
                     streamed = streamed or store.startswith(self.stream_prefix)
                     emit(store)
             elif op is Ops.LOAD:
