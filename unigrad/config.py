@@ -58,6 +58,9 @@ SPEC = _knob("SPEC", int, 0, "1 runs the verifier (ir/spec.py) after every pipel
 BEAM = _knob("BEAM", int, 0, "beam width of the kernel search (0 = hand-coded heuristics)")
 NOOPT = _knob("NOOPT", int, 0, "1 disables kernel optimizations")
 THREADS = _knob("THREADS", int, 0, "worker threads per kernel (0 = one per core, 1 = off)")
+POOL_SPIN_US = _knob(
+    "POOL_SPIN_US", int, 1000, "microseconds an idle worker thread polls for the next kernel before it sleeps"
+)
 
 
 @contextlib.contextmanager

@@ -135,6 +135,37 @@ def test_schedule_cache_reuses_structure():
     assert set(rt._schedule_cache) <= keys  # one schedule for both: same graph on other buffers
 
 
+def test_realize_runs_the_cached_plan_on_buffers():
+    """realize() on filled buffers follows the cached schedule's plan (kernels straight on buffers); on inputs
+    still pending (kernelized, not run) it walks the CALL graph. Both give the same values, kernel by kernel."""
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((7, 5)).astype(np.float32), rng.standard_normal(5).astype(np.float32)
+
+    def prog(a, b):  # several kernels (two reduces over one intermediate), outputs that are views
+        h = (a * b).exp()
+        return (h / h.sum(1, keepdim=True)).T, h.max(0)[1:4]
+
+    ref0 = np.exp(x * w) / np.exp(x * w).sum(1, keepdims=True)
+    for _ in range(2):  # the second call hits the schedule cache
+        a, b = Tensor(x).realize(), Tensor(w).realize()
+        before = rt.stats.kernels
+        o0, o1 = prog(a, b)
+        Tensor.realize(o0, o1)
+        n_plan = rt.stats.kernels - before
+        cs = rt._schedule_cache[next(reversed(rt._schedule_cache))]
+        assert cs.steps is not None and len(cs.steps) == n_plan >= 2
+        np.testing.assert_allclose(o0.numpy(), ref0.T, rtol=1e-5)
+        np.testing.assert_allclose(o1.numpy(), np.exp(x * w).max(0)[1:4], rtol=1e-6)
+    a, b = Tensor(x).kernelize(), Tensor(w).realize()  # a pending input: the general path runs its kernel too
+    o0, o1 = prog(a * 1, b)
+    Tensor.realize(o0, o1)
+    np.testing.assert_allclose(o0.numpy(), ref0.T, rtol=1e-5)
+    c = Tensor(x).realize()
+    for k in range(1, 3):  # an assign into an input buffer runs every time (no fresh buffer, same kernel)
+        c.assign(c + 1).realize()
+        np.testing.assert_allclose(c.numpy(), x + k)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_bfloat16_and_half_roundtrip(device):
     x = np.array([1.0, -2.5, 3.140625, 0.0], dtype=np.float32)

@@ -2,7 +2,9 @@
 
 The pool is a small C library (compiled once, cached like kernels): pool_run(entry, bufs, vars, n) runs
 entry(bufs, vars, core) for core in [0, n) on the workers and the calling thread, and returns when all are
-done. ctypes releases the GIL for the call. THREADS=1 (or a 1-core machine) never starts it.
+done. ctypes releases the GIL for the call. THREADS=1 (or a 1-core machine) never starts it. An idle worker
+polls for the next job for POOL_SPIN_US before it sleeps: kernels usually come back to back, and waking a
+sleeping thread costs tens of microseconds, more under a VM.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ POOL_SRC = r"""
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <time.h>
 typedef void (*entry_t)(void **bufs, long long *vars, long long core);
 #define MAXT 256
 static pthread_t workers[MAXT];
@@ -27,9 +30,19 @@ static entry_t job_fn;
 static void **job_bufs;
 static long long *job_vars;
 static long long job_n;
-static long long generation = 0;
+static atomic_llong generation = 0;
 static atomic_llong next_chunk;
 static atomic_llong done_chunks;
+static atomic_int busy = 0;  /* workers inside run_chunks: the job's fields stay put until it is 0 */
+static long long spin_ns = 0;
+
+void pool_spin(long long ns) { spin_ns = ns; }
+
+static long long now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000000000ll + t.tv_nsec;
+}
 
 static void run_chunks(void) {
   long long i;
@@ -39,15 +52,26 @@ static void run_chunks(void) {
   }
 }
 
+/* After a job a worker polls for the next one for spin_ns (kernels come back to back, and waking a
+   sleeping thread costs tens of microseconds), then sleeps on the condition variable. */
 static void *worker(void *arg) {
   long long seen = 0;
   (void)arg;
   for (;;) {
+    long long until = now_ns() + spin_ns;
+    for (int k = 1; atomic_load(&generation) == seen; k++) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+      if ((k & 255) == 0 && now_ns() > until) break;
+    }
     pthread_mutex_lock(&mu);
-    while (generation == seen) pthread_cond_wait(&cv, &mu);
-    seen = generation;
+    while (atomic_load(&generation) == seen) pthread_cond_wait(&cv, &mu);
+    seen = atomic_load(&generation);
+    atomic_fetch_add(&busy, 1);
     pthread_mutex_unlock(&mu);
     run_chunks();
+    atomic_fetch_sub(&busy, 1);
   }
   return 0;
 }
@@ -62,10 +86,16 @@ int pool_start(int n) {
 
 void pool_run(entry_t fn, void **bufs, long long *vars, long long n) {
   pthread_mutex_lock(&mu);
+  /* a worker that joined the last job late may still be looking at its fields */
+  while (atomic_load(&busy) > 0) {
+    pthread_mutex_unlock(&mu);
+    sched_yield();
+    pthread_mutex_lock(&mu);
+  }
   job_fn = fn; job_bufs = bufs; job_vars = vars; job_n = n;
   atomic_store(&done_chunks, 0);
   atomic_store(&next_chunk, 0);
-  generation++;
+  atomic_fetch_add(&generation, 1);
   pthread_cond_broadcast(&cv);
   pthread_mutex_unlock(&mu);
   run_chunks();
@@ -100,5 +130,7 @@ def pool(threads: int) -> ctypes.CDLL:
     lib.pool_start.restype = ctypes.c_int
     lib.pool_run.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong]
     lib.pool_run.restype = None
+    lib.pool_spin.argtypes = [ctypes.c_longlong]
+    lib.pool_spin(max(0, int(config.POOL_SPIN_US.value)) * 1000)
     lib.pool_start(threads - 1)
     return lib

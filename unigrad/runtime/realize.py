@@ -77,15 +77,57 @@ def _is_ast(u: UOp) -> bool:
 
 
 @dataclass(frozen=True)
+class Step:
+    """One kernel of a cached schedule: its AST and, per buffer argument, the placeholder PARAM it stands for."""
+
+    ast: UOp
+    params: tuple[UOp, ...]
+
+
+@dataclass(frozen=True)
 class CachedSchedule:
     """A rangeified FUNCTION body and its placeholders: PARAMs for the caller's buffers (by slot) and
     PARAMs for the buffers each run allocates, and the names of the Variables its kernels take. Cached by
-    (callified body, device)."""
+    (callified body, device).
+
+    `steps` is the run plan realize() follows on buffers: the body's kernels in dependency order, and
+    `outputs` the body's results with the kernels stripped (views of the placeholders); None where a CALL
+    argument is not a placeholder (the general path then walks the instantiated graph)."""
 
     body: UOp
     inputs: tuple[UOp, ...]
     fresh: tuple[UOp, ...]
     variables: frozenset[str]
+    steps: tuple[Step, ...] | None
+    outputs: UOp
+
+
+def _param_of(u: UOp) -> UOp | None:
+    while u.op in (Ops.AFTER, Ops.RESHAPE):
+        u = u.src[0]
+    return u if u.op is Ops.PARAM else None
+
+
+def _plan(body: UOp) -> tuple[tuple[Step, ...] | None, UOp]:
+    """The kernels of a scheduled body in run order, and its outputs with every AFTER(buffer, CALL...) stripped."""
+    steps: list[Step] | None = []
+    memo: dict[UOp, UOp] = {}
+    for u in body.toposort(gate=lambda x: not _is_ast(x)):
+        if _is_ast(u):
+            memo[u] = u
+        elif u.op is Ops.CALL:
+            params = tuple(_param_of(b) for b in u.src[1:])
+            if steps is not None and all(p is not None for p in params):
+                steps.append(Step(u.src[0], params))  # type: ignore[arg-type]
+            else:
+                steps = None
+            memo[u] = u
+        elif u.op is Ops.AFTER and all(d.op is Ops.CALL for d in u.src[1:]):
+            memo[u] = memo[u.src[0]]
+        else:
+            new_src = tuple(memo[x] for x in u.src)
+            memo[u] = u if new_src == u.src else u.replace(src=new_src)
+    return (None if steps is None else tuple(steps)), memo[body]
 
 
 def _schedule(body: UOp, args: tuple[UOp, ...], device: str) -> CachedSchedule:
@@ -100,7 +142,7 @@ def _schedule(body: UOp, args: tuple[UOp, ...], device: str) -> CachedSchedule:
         inputs = tuple(sorted((p for p in params if p.arg.slot < n_in), key=lambda p: p.arg.slot))
         fresh = tuple(p for p in params if p.arg.slot >= n_in)
         names = frozenset(v.arg.name for v in variables_of(body))
-        cs = _schedule_cache[key] = CachedSchedule(sched, inputs, fresh, names)
+        cs = _schedule_cache[key] = CachedSchedule(sched, inputs, fresh, names, *_plan(sched))
     return cs
 
 
@@ -112,6 +154,14 @@ def kernelize(uops: list[UOp], device: str) -> list[UOp]:
 
 def _kernelize(uops: list[UOp], device: str) -> tuple[list[UOp], dict[str, int]]:
     """kernelize, also returning the values of the bound Variables (the FUNCTION's trailing args)."""
+    cs, mapping, var_vals, _ = _instantiate(uops, device)
+    out = cs.body.substitute(mapping, walk=lambda x: not _is_ast(x))
+    return list(out.src), var_vals
+
+
+def _instantiate(uops: list[UOp], device: str) -> tuple[CachedSchedule, dict[UOp, UOp], dict[str, int], bool]:
+    """uops -> their cached schedule, the mapping of its placeholders to BUFFERs (fresh ones allocated) and bound
+    Variables, the Variables' values, and whether every input is a plain BUFFER (no kernel of it left to run)."""
     t0 = time.perf_counter()
     sink = UOp(Ops.SINK, tuple(uops))
     call_vals: dict[str, int] = {}
@@ -131,7 +181,6 @@ def _kernelize(uops: list[UOp], device: str) -> tuple[list[UOp], dict[str, int]]
     bound = [a for a in args if a.op is Ops.PARAM]
     for v in bound:  # the results' shapes see the Variables bound again (kernels keep them unbound)
         mapping[v.replace(src=v.src[:3])] = v
-    out = cs.body.substitute(mapping, walk=lambda x: not _is_ast(x))
     var_vals: dict[str, int] = dict(call_vals)
     for v in bound:
         name, value = v.arg.name, v.src[3].arg.value
@@ -148,7 +197,7 @@ def _kernelize(uops: list[UOp], device: str) -> tuple[list[UOp], dict[str, int]]
         )
     if config.DEBUG >= 1:
         print(f"kernelize: {len(uops)} outputs scheduled in {(time.perf_counter() - t0) * 1e3:.2f} ms")
-    return list(out.src), var_vals
+    return cs, mapping, var_vals, all(a.op is not Ops.AFTER for a in args)
 
 
 def _lower_precompiled(sink: UOp, device: str, var_vals: dict[str, int]) -> UOp:
@@ -246,8 +295,11 @@ def lower(device: str, sink: UOp) -> Lowered:
 
 
 def run_call(call: UOp, var_vals: dict[str, int]) -> None:
-    ast = call.src[0]
-    bufs = [buffer_of(b) for b in call.src[1:]]
+    _run(call.src[0], [buffer_of(b) for b in call.src[1:]], var_vals)
+
+
+def _run(ast: UOp, bufs: list[Buffer], var_vals: dict[str, int]) -> None:
+    """Run one kernel (or a copy between devices, an `ast` LOAD) on its buffers."""
     if ast.op is Ops.LOAD:  # copy between devices, through the host
         bufs[0].ensure_allocated().copyin(bufs[1].numpy())
         if jit.capturing() is not None:
@@ -293,7 +345,16 @@ def run_pending(uops: list[UOp], var_vals: dict[str, int]) -> list[UOp]:
 
 
 def realize(uops: list[UOp], device: str) -> list[UOp]:
-    """Kernelize and run; returns UOps that are views of concrete, filled BUFFERs."""
+    """Kernelize and run; returns UOps that are views of concrete, filled BUFFERs. When every input is a filled
+    buffer the cached schedule's plan runs straight on the buffers (no CALL graph is built and walked)."""
     with no_gc():
-        kernelized, var_vals = _kernelize(uops, device)
-        return run_pending(kernelized, var_vals)
+        cs, mapping, var_vals, plain = _instantiate(uops, device)
+        if not plain or cs.steps is None:
+            out = cs.body.substitute(mapping, walk=lambda x: not _is_ast(x))
+            return run_pending(list(out.src), var_vals)
+        stats.last_kernels = []
+        for step in cs.steps:
+            _run(step.ast, [buffer_of(mapping[p]) for p in step.params], var_vals)
+        if config.DEBUG >= 1:
+            print(f"realize: ran {len(stats.last_kernels)} kernels")
+        return list(cs.outputs.substitute(mapping).src)
