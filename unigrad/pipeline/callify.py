@@ -21,24 +21,44 @@ def is_buffer_input(u: UOp) -> bool:
 
 
 def callify(sink: UOp) -> UOp:
-    """SINK(tensor uops) -> FUNCTION(TUPLE(body...), inputs...) with inputs replaced by PARAM(k)."""
-    memo: dict[UOp, UOp] = {}  # node -> its rebuilt node, in one walk (sources first)
+    """SINK(tensor uops) -> FUNCTION(TUPLE(body...), inputs...) with inputs replaced by PARAM(k).
+
+    One depth-first walk (a hot path: every realize): a node is pushed, then a None marker over it when it is
+    expanded; popping the marker rebuilds the node from its sources' rebuilt nodes, all done by then."""
+    memo: dict[UOp, UOp] = {}  # node -> its rebuilt node
+    expanded: set[UOp] = set()
     args: list[UOp] = []
     bound: list[UOp] = []
-    for u in sink.toposort(gate=lambda x: not is_buffer_input(x)):
-        if u.op is Ops.GETTUPLE and is_traced_call(u):  # @function calls: substitute their bodies first
-            return callify(inline_functions(sink))
-        if is_buffer_input(u):
-            buf = u if u.op is Ops.BUFFER else u.src[0]
+    stack: list[UOp | None] = [sink]
+    push, pop = stack.append, stack.pop
+    while stack:
+        u = pop()
+        if u is None:
+            u = pop()
+            src = u.src  # type: ignore[union-attr]
+            new_src = tuple([memo[s] for s in src])
+            memo[u] = u if new_src == src else UOp(u.op, new_src, u.arg, u.tag)  # type: ignore[union-attr, index]
+            continue
+        if u in expanded or u in memo:
+            continue
+        op = u.op
+        if op is Ops.BUFFER or (op is Ops.AFTER and u.src[0].op is Ops.BUFFER):
+            buf = u if op is Ops.BUFFER else u.src[0]
             pa = ParamArg(len(args), buf.arg.dtype, buf.arg.device, AddrSpace.GLOBAL)
             memo[u] = UOp(Ops.PARAM, (buf.src[0],), pa)
             args.append(u)
-        elif u.op is Ops.PARAM and u.arg.name is not None and len(u.src) == 4:
+        elif op is Ops.PARAM and u.arg.name is not None and len(u.src) == 4:
             memo[u] = u.replace(src=u.src[:3])  # bound Variable: the body sees it unbound, the runtime its value
             bound.append(u)
+        elif op is Ops.GETTUPLE and is_traced_call(u):  # @function calls: substitute their bodies first
+            return callify(inline_functions(sink))
         else:
-            new_src = tuple(memo[s] for s in u.src)
-            memo[u] = u if new_src == u.src else u.replace(src=new_src)
+            expanded.add(u)
+            push(u)
+            push(None)
+            for s in reversed(u.src):
+                if s not in memo:
+                    push(s)
     body = memo[sink]
     return UOp(Ops.FUNCTION, (UOp(Ops.TUPLE, body.src), *args, *sorted(bound, key=lambda v: v.arg.name)))
 
