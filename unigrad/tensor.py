@@ -36,6 +36,11 @@ from unigrad.runtime import jit as rt_jit
 from unigrad.runtime import realize as rt
 
 Shape = tuple[int, ...]
+# broadcast constants by (value, type, dtype, shape), kept alive: an op with a scalar (x + 1, lr * g) reuses the
+# same three UOps instead of building and freeing them on every call (oldest dropped past the size)
+CONST_CACHE_SIZE = 4096
+_const_uops: dict[tuple[Any, ...], UOp] = {}
+
 _NP_TO_DTYPE = {np.dtype(d.fmt): d for d in dtypes.all() if d.fmt is not None}
 
 
@@ -665,11 +670,17 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     # ---------------------------------------------------------------- elementwise
     def _const_like(self, x: ConstType, dtype: DType) -> Tensor:
         """The scalar `x` broadcast to this tensor's shape: EXPAND(RESHAPE(CONST, 1s), shape)."""
-        c = UOp.const(dtype, x)
-        if not self.shape:
-            return self._new(c)
-        ones = UOp(Ops.RESHAPE, (c, UOp.shape_src((1,) * len(self.shape))))
-        return self._new(UOp(Ops.EXPAND, (ones, UOp.shape_src(self.shape))))
+        shape = self.shape
+        key = (x, type(x), dtype, shape)
+        if (u := _const_uops.get(key)) is None:
+            u = UOp.const(dtype, x)
+            if shape:
+                u = UOp(Ops.EXPAND, (UOp(Ops.RESHAPE, (u, UOp.shape_src((1,) * len(shape)))), UOp.shape_src(shape)))
+            if x == x and (x != 0 or math.copysign(1.0, x) > 0):  # NaN and -0.0 would match other keys
+                if len(_const_uops) >= CONST_CACHE_SIZE:
+                    del _const_uops[next(iter(_const_uops))]
+                _const_uops[key] = u
+        return self._new(u)
 
     def _broadcasted(self, other: Tensor | ConstType, op: str, reverse: bool = False) -> tuple[Tensor, Tensor]:
         if isinstance(other, Tensor):
