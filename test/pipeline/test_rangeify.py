@@ -127,3 +127,29 @@ def test_reduce_that_skips_an_outer_loop_nests_correctly():
     np.testing.assert_allclose(
         out.numpy(), np.arange(24.0).reshape(2, 3, 4).sum(2) / np.arange(12.0).reshape(3, 4).sum(1)
     )
+
+
+def test_callify_marks_input_free_subgraphs_closed_and_gives_one_body(a):
+    """Callify replaces buffers and bound Variables by PARAMs; a node with none below is marked closed and later
+    walks keep it as it is: the same graph on other buffers gets the same body, the same PARAM slots."""
+    b = Tensor(np.ones((3, 4), np.float32)).realize()
+    n = Variable("n", 1, 8).bind(3)
+
+    def graph(x: Tensor, y: Tensor) -> UOp:
+        return UOp(Ops.SINK, (((x + 0.25) * y + x.sum() - Tensor.arange(4).float()).uop, n))
+
+    f1 = callify(graph(a, b))
+    walked = graph(a, b).toposort(gate=lambda u: u.op not in (Ops.BUFFER, Ops.PARAM))  # inputs are not entered
+    consts = [u for u in walked if u.op is Ops.CONST]
+    assert consts and all(c.closed for c in consts)
+    inputs = {Ops.BUFFER, Ops.PARAM}
+    for u in walked:  # closed exactly where no input is below
+        assert u.closed == (u.op not in inputs and not any(v.op in inputs for v in u.toposort())), u
+    c, d = Tensor(np.zeros((3, 4), np.float32)).realize(), Tensor(np.zeros((3, 4), np.float32)).realize()
+    f2 = callify(graph(c, d))
+    assert f2.src[0] is f1.src[0]  # one body: only the arguments differ
+    assert [x.op for x in f2.src[1:]] == [Ops.BUFFER, Ops.BUFFER, Ops.PARAM]
+    assert [x.arg.slot for x in f2.src[1:3]] == [x.uop.src[0].arg.slot for x in (c, d)]  # c's buffer, then d's
+    body_params = {u.arg.slot for u in f2.src[0].toposort() if u.op is Ops.PARAM and u.arg.name is None}
+    assert body_params == {0, 1}
+    assert not any(u.op is Ops.BUFFER for u in f2.src[0].toposort())

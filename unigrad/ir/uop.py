@@ -33,7 +33,7 @@ _mm_rule, _dtype_mm = props.MIN_MAX_RULES.get, props.dtype_mm
 
 
 class UOp:
-    __slots__ = ("op", "src", "arg", "tag", "_dtype", "_shape", "_mm", "_device", "_axis", "__weakref__")
+    __slots__ = ("op", "src", "arg", "tag", "_dtype", "_shape", "_mm", "_device", "_axis", "closed", "__weakref__")
     op: Ops
     src: tuple[UOp, ...]
     arg: Any
@@ -53,6 +53,7 @@ class UOp:
         self.arg = arg
         self.tag = tag
         self._dtype = self._shape = self._mm = _MISSING  # the hot derived properties, filled on first use
+        self.closed = False  # set by callify on a node with no buffer, bound Variable or @function call below it
         table[key] = _weakref(self)
         return self
 

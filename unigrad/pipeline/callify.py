@@ -24,7 +24,9 @@ def callify(sink: UOp) -> UOp:
     """SINK(tensor uops) -> FUNCTION(TUPLE(body...), inputs...) with inputs replaced by PARAM(k).
 
     One depth-first walk (a hot path: every realize): a node is pushed, then a None marker over it when it is
-    expanded; popping the marker rebuilds the node from its sources' rebuilt nodes, all done by then."""
+    expanded; popping the marker rebuilds the node from its sources' rebuilt nodes, all done by then. A node
+    with no input below it is marked `closed`, and later walks take it as it is (constants and shapes are
+    shared by many graphs)."""
     memo: dict[UOp, UOp] = {}  # node -> its rebuilt node
     expanded: set[UOp] = set()
     args: list[UOp] = []
@@ -37,9 +39,16 @@ def callify(sink: UOp) -> UOp:
             u = pop()
             src = u.src  # type: ignore[union-attr]
             new_src = tuple([memo[s] for s in src])
-            memo[u] = u if new_src == src else UOp(u.op, new_src, u.arg, u.tag)  # type: ignore[union-attr, index]
+            if new_src == src:  # nothing below is an input: later walks skip this node
+                memo[u] = u
+                u.closed = True  # type: ignore[union-attr]
+            else:
+                memo[u] = UOp(u.op, new_src, u.arg, u.tag)  # type: ignore[union-attr, index]
             continue
         if u in expanded or u in memo:
+            continue
+        if u.closed:
+            memo[u] = u
             continue
         op = u.op
         if op is Ops.BUFFER or (op is Ops.AFTER and u.src[0].op is Ops.BUFFER):
