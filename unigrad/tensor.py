@@ -120,9 +120,13 @@ def _resolve_assigns(u: UOp) -> UOp:
 
 
 def _pending_assigns(uops: list[UOp]) -> list[UOp]:
+    """The assigns in the graphs of `uops` not among them (they run with them)."""
     if not _assign_owner:
         return []
-    return [n for n in UOp(Ops.TUPLE, tuple(uops)).toposort() if _is_assign(n)]
+    outs = set(uops)
+    if all(n in outs for n in list(_assign_owner.keys())):  # an optimizer step realizes every assign it made
+        return []  # no other assign node exists: nothing to find in the graphs
+    return [n for n in UOp(Ops.TUPLE, tuple(uops)).toposort() if _is_assign(n) and n not in outs]
 
 
 class no_grad(contextlib.ContextDecorator):
@@ -334,7 +338,9 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             for t, u in zip(group, outs):
                 t._keep_graph_for_grad(u)
                 t.uop = u
-            for node, u in zip(pending, outs[len(group) :]):
+            for node, u in [*zip(uops, outs), *zip(pending, outs[len(group) :])]:
+                if not _is_assign(node):
+                    continue
                 _assigns_done[node] = u
                 owner = _assign_owner.pop(node, None)  # no longer pending
                 if owner is not None and owner.uop is node:
