@@ -28,6 +28,8 @@ class AddrSpace(Enum):
     def __repr__(self) -> str:
         return f"AddrSpace.{self.name}"
 
+    __hash__ = object.__hash__  # identity hash in C (Enum's hashes the name in Python): in every PARAM's arg
+
 
 class AxisType(Enum):
     """Kind of a RANGE (spec: Kernel Optimizations); the letter is what DEBUG=3 prints."""
@@ -44,6 +46,8 @@ class AxisType(Enum):
 
     def __repr__(self) -> str:
         return f"AxisType.{self.name}"
+
+    __hash__ = object.__hash__  # identity hash in C: in every RANGE's arg
 
 
 _NAN = float("nan")
