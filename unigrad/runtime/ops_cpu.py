@@ -145,19 +145,21 @@ class CPUProgram:
         self.fxn.argtypes = [ctypes.c_void_p] * len(sig.buffers) + [ctypes.c_int64] * len(sig.variables)
         self.fxn.restype = None
         self.sig = sig
+        self.slots = [slot for slot, _ in sig.buffers]
         if sig.threads:
             self.entry = ctypes.cast(getattr(self.lib, f"{name}_entry"), ctypes.c_void_p)
             self.pool = pool(n_threads())
+            self.ptrs_t = ctypes.c_void_p * max(1, len(sig.buffers))
+            self.vals_t = ctypes.c_longlong * max(1, len(sig.variables))
 
     def __call__(self, bufs: list[Any], var_vals: dict[str, int]) -> None:
         # the kernel takes the buffers it uses, by slot (a buffer whose loads were simplified away is not one)
-        sig = self.sig
-        if sig.threads:
-            ptrs = (ctypes.c_void_p * max(1, len(sig.buffers)))(*(bufs[slot].handle[1] for slot, _ in sig.buffers))
-            vals = (ctypes.c_longlong * max(1, len(sig.variables)))(*(var_vals[v] for v in sig.variables))
-            self.pool.pool_run(self.entry, ptrs, vals, sig.threads)
-            return
-        self.fxn(*(bufs[slot].handle[1] for slot, _ in sig.buffers), *(var_vals[v] for v in sig.variables))
+        ptrs = [bufs[slot].handle[1] for slot in self.slots]
+        vals = [var_vals[v] for v in self.sig.variables] if self.sig.variables else []
+        if self.sig.threads:
+            self.pool.pool_run(self.entry, self.ptrs_t(*ptrs), self.vals_t(*vals), self.sig.threads)
+        else:
+            self.fxn(*ptrs, *vals)
 
 
 class CPUDevice(Compiled):
