@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,10 +67,15 @@ def new_buffer(size: int, dtype: DType, device: str) -> UOp:
     return u
 
 
-def buffer_of(u: UOp) -> Buffer:
+def _base(u: UOp) -> UOp:
+    """The BUFFER (or placeholder PARAM) under a view / a kernel's AFTER."""
     while u.op in (Ops.AFTER, Ops.RESHAPE):
         u = u.src[0]
-    return buffers[u]
+    return u
+
+
+def buffer_of(u: UOp) -> Buffer:
+    return buffers[_base(u)]
 
 
 def _is_ast(u: UOp) -> bool:
@@ -102,32 +108,34 @@ class CachedSchedule:
     outputs: UOp
 
 
-def _param_of(u: UOp) -> UOp | None:
-    while u.op in (Ops.AFTER, Ops.RESHAPE):
-        u = u.src[0]
-    return u if u.op is Ops.PARAM else None
-
-
 def _plan(body: UOp) -> tuple[tuple[Step, ...] | None, UOp]:
-    """The kernels of a scheduled body in run order, and its outputs with every AFTER(buffer, CALL...) stripped."""
-    steps: list[Step] | None = []
+    """The kernels of a scheduled body in run order, and its outputs with the kernels stripped."""
+    steps: list[Step] = []
+
+    def step(call: UOp) -> None:
+        steps.append(Step(call.src[0], tuple(_base(b) for b in call.src[1:])))
+
+    outputs = _strip_calls(body, step)
+    plain = all(p.op is Ops.PARAM for st in steps for p in st.params)
+    return (tuple(steps) if plain else None), outputs
+
+
+def _strip_calls(root: UOp, on_call: Callable[[UOp], None]) -> UOp:
+    """Walk `root` sources first, calling on_call for each CALL (kernels are opaque: never rebuilt); return root
+    with every AFTER(buffer, CALL...) replaced by the buffer."""
     memo: dict[UOp, UOp] = {}
-    for u in body.toposort(gate=lambda x: not _is_ast(x)):
+    for u in root.toposort(gate=lambda x: not _is_ast(x)):
         if _is_ast(u):
             memo[u] = u
         elif u.op is Ops.CALL:
-            params = tuple(_param_of(b) for b in u.src[1:])
-            if steps is not None and all(p is not None for p in params):
-                steps.append(Step(u.src[0], params))  # type: ignore[arg-type]
-            else:
-                steps = None
+            on_call(u)
             memo[u] = u
         elif u.op is Ops.AFTER and all(d.op is Ops.CALL for d in u.src[1:]):
-            memo[u] = memo[u.src[0]]
+            memo[u] = memo[u.src[0]]  # its kernels have run: the buffer itself
         else:
             new_src = tuple(memo[x] for x in u.src)
             memo[u] = u if new_src == u.src else u.replace(src=new_src)
-    return (None if steps is None else tuple(steps)), memo[body]
+    return memo[root]
 
 
 def _schedule(body: UOp, args: tuple[UOp, ...], device: str) -> CachedSchedule:
@@ -321,27 +329,13 @@ def _run(ast: UOp, bufs: list[Buffer], var_vals: dict[str, int]) -> None:
 
 def run_pending(uops: list[UOp], var_vals: dict[str, int]) -> list[UOp]:
     """Run every CALL under `uops` not yet run, sources first; return the uops with AFTERs stripped."""
-    stats.last_kernels = []
-    memo: dict[UOp, UOp] = {}
-    root = UOp(Ops.TUPLE, tuple(uops))
-    for u in root.toposort(gate=lambda x: not _is_ast(x)):
-        if _is_ast(u):
-            memo[u] = u
-            continue
-        if u.op is Ops.CALL:  # opaque: run once, never rebuilt (a rebuilt CALL would look like a new kernel)
-            if u not in _executed:
-                run_call(u, var_vals)
-                _executed.add(u)
-            memo[u] = u
-            continue
-        if u.op is Ops.AFTER and all(d.op is Ops.CALL for d in u.src[1:]):
-            memo[u] = memo[u.src[0]]  # its kernels have run: the buffer itself
-            continue
-        new_src = tuple(memo[s] for s in u.src)
-        memo[u] = u if new_src == u.src else u.replace(src=new_src)
-    if config.DEBUG >= 1:
-        print(f"realize: ran {len(stats.last_kernels)} kernels")
-    return list(memo[root].src)
+
+    def run_once(call: UOp) -> None:  # a rebuilt CALL would look like a new kernel: CALLs are kept as they are
+        if call not in _executed:
+            run_call(call, var_vals)
+            _executed.add(call)
+
+    return list(_strip_calls(UOp(Ops.TUPLE, tuple(uops)), run_once).src)
 
 
 def realize(uops: list[UOp], device: str) -> list[UOp]:
@@ -349,12 +343,14 @@ def realize(uops: list[UOp], device: str) -> list[UOp]:
     buffer the cached schedule's plan runs straight on the buffers (no CALL graph is built and walked)."""
     with no_gc():
         cs, mapping, var_vals, plain = _instantiate(uops, device)
-        if not plain or cs.steps is None:
-            out = cs.body.substitute(mapping, walk=lambda x: not _is_ast(x))
-            return run_pending(list(out.src), var_vals)
         stats.last_kernels = []
-        for step in cs.steps:
-            _run(step.ast, [buffer_of(mapping[p]) for p in step.params], var_vals)
+        if plain and cs.steps is not None:
+            for step in cs.steps:
+                _run(step.ast, [buffer_of(mapping[p]) for p in step.params], var_vals)
+            outs = list(cs.outputs.substitute(mapping).src)
+        else:
+            out = cs.body.substitute(mapping, walk=lambda x: not _is_ast(x))
+            outs = run_pending(list(out.src), var_vals)
         if config.DEBUG >= 1:
             print(f"realize: ran {len(stats.last_kernels)} kernels")
-        return list(cs.outputs.substitute(mapping).src)
+        return outs
