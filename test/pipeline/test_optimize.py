@@ -3,6 +3,8 @@ are refused with an error naming the opt; the thread pool gives bit-identical re
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -14,7 +16,8 @@ from unigrad.pipeline.optimize import Opt, OptError, OptOps, apply_opt, axes, op
 from unigrad.pipeline.optimize.heuristic import CHUNK_WORK, hand_coded_opts
 from unigrad.runtime import Buffer
 from unigrad.runtime import realize as rt
-from unigrad.runtime.cpu_pool import n_threads
+from unigrad.runtime.cpu_pool import n_threads, pool
+from unigrad.runtime.ops_cpu import CCompiler
 
 DEVICES = ("CPU", "PYTHON")
 U, R, L, T = AxisType.UPCAST, AxisType.UNROLL, AxisType.LOOP, AxisType.THREAD
@@ -205,6 +208,28 @@ def test_thread_pool_many_dispatches() -> None:
     opts = (Opt(OptOps.SPLIT, 0, (2, T, True)), Opt(OptOps.SPLIT, 1, (16, U, False)))
     for _ in range(200):
         np.testing.assert_array_equal(run(ast, bufs, opts, "CPU"), (an * 3 - 1).reshape(-1))
+
+
+COUNT_SRC = r"""
+void count_entry(void **bufs, long long *vars, long long core) {
+  __atomic_fetch_add((int *)bufs[0] + core, 1, __ATOMIC_RELAXED);
+}
+"""
+
+
+@pytest.mark.parametrize("chunks", [0, 1, 2, 3, 5, 32, 33, 1000])
+def test_thread_pool_runs_every_chunk_once(chunks: int) -> None:
+    """pool_run runs each chunk exactly once, however many chunks there are against threads (each thread takes
+    its own share first, then what is left of the others'), on every one of many back-to-back dispatches."""
+    lib = ctypes.CDLL(str(CCompiler().compile_to_path(COUNT_SRC)))
+    fn = ctypes.cast(lib.count_entry, ctypes.c_void_p)
+    counts = np.zeros(max(chunks, 1), dtype=np.int32)
+    bufs = (ctypes.c_void_p * 1)(counts.ctypes.data)
+    vals = (ctypes.c_longlong * 1)(0)
+    p = pool(2)
+    for _ in range(50):
+        p.pool_run(fn, bufs, vals, chunks)
+    np.testing.assert_array_equal(counts[:chunks], np.full(chunks, 50, dtype=np.int32))
 
 
 def test_threads_knob() -> None:

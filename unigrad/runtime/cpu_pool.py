@@ -2,9 +2,11 @@
 
 The pool is a small C library (compiled once, cached like kernels): pool_run(entry, bufs, vars, n) runs
 entry(bufs, vars, core) for core in [0, n) on the workers and the calling thread, and returns when all are
-done. ctypes releases the GIL for the call. THREADS=1 (or a 1-core machine) never starts it. An idle worker
-polls for the next job for POOL_SPIN_US before it sleeps: kernels usually come back to back, and waking a
-sleeping thread costs tens of microseconds, more under a VM.
+done. Each thread owns a contiguous share of the chunks and runs it first, so it sees the same part of a buffer
+in every kernel (as OpenMP's static schedule does); then it takes what is left of the others' shares, so a thread
+the VM delays does not hold the job up. ctypes releases the GIL for the call. THREADS=1 (or a 1-core machine)
+never starts it. An idle worker polls for the next job for POOL_SPIN_US before it sleeps: kernels usually come
+back to back, and waking a sleeping thread costs tens of microseconds, more under a VM.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ static void **job_bufs;
 static long long *job_vars;
 static long long job_n;
 static atomic_llong generation = 0;
-static atomic_llong next_chunk;
 static atomic_llong done_chunks;
 static atomic_int busy = 0;  /* workers inside run_chunks: the job's fields stay put until it is 0 */
 static long long spin_ns = 0;
@@ -44,11 +45,21 @@ static long long now_ns(void) {
   return t.tv_sec * 1000000000ll + t.tv_nsec;
 }
 
-static void run_chunks(void) {
-  long long i;
-  while ((i = atomic_fetch_add(&next_chunk, 1)) < job_n) {
-    job_fn(job_bufs, job_vars, i);
-    atomic_fetch_add(&done_chunks, 1);
+/* Each thread first runs the chunks of its own slot, a contiguous share, in order: the same thread gets the
+   same part of a buffer in every kernel, so data a kernel leaves in a core's caches is there for the next one.
+   Then it takes what is left of the other slots (a thread the VM delays does not hold the job up). */
+struct slot { atomic_llong next; long long end; char pad[48]; };
+static struct slot slots[MAXT + 1];
+static int job_slots;
+
+static void run_chunks(int self) {
+  for (int k = 0; k < job_slots; k++) {
+    struct slot *s = &slots[(self + k) % job_slots];
+    long long i;
+    while ((i = atomic_fetch_add(&s->next, 1)) < s->end) {
+      job_fn(job_bufs, job_vars, i);
+      atomic_fetch_add(&done_chunks, 1);
+    }
   }
 }
 
@@ -56,7 +67,7 @@ static void run_chunks(void) {
    sleeping thread costs tens of microseconds), then sleeps on the condition variable. */
 static void *worker(void *arg) {
   long long seen = 0;
-  (void)arg;
+  int self = (int)(long long)arg;
   for (;;) {
     long long until = now_ns() + spin_ns;
     for (int k = 1; atomic_load(&generation) == seen; k++) {
@@ -70,7 +81,7 @@ static void *worker(void *arg) {
     seen = atomic_load(&generation);
     atomic_fetch_add(&busy, 1);
     pthread_mutex_unlock(&mu);
-    run_chunks();
+    run_chunks(self);
     atomic_fetch_sub(&busy, 1);
   }
   return 0;
@@ -78,7 +89,7 @@ static void *worker(void *arg) {
 
 int pool_start(int n) {
   while (n_workers < n && n_workers < MAXT) {
-    if (pthread_create(&workers[n_workers], 0, worker, 0) != 0) break;
+    if (pthread_create(&workers[n_workers], 0, worker, (void *)(long long)(n_workers + 1)) != 0) break;
     n_workers++;
   }
   return n_workers;
@@ -93,12 +104,16 @@ void pool_run(entry_t fn, void **bufs, long long *vars, long long n) {
     pthread_mutex_lock(&mu);
   }
   job_fn = fn; job_bufs = bufs; job_vars = vars; job_n = n;
+  job_slots = n < n_workers + 1 ? (int)n : n_workers + 1;
+  for (int k = 0; k < job_slots; k++) {
+    atomic_store(&slots[k].next, n * k / job_slots);
+    slots[k].end = n * (k + 1) / job_slots;
+  }
   atomic_store(&done_chunks, 0);
-  atomic_store(&next_chunk, 0);
   atomic_fetch_add(&generation, 1);
   pthread_cond_broadcast(&cv);
   pthread_mutex_unlock(&mu);
-  run_chunks();
+  run_chunks(0);
   while (atomic_load(&done_chunks) < n) sched_yield();
 }
 """
