@@ -1,7 +1,7 @@
 """KV-cache attention with a symbolic prefix length under TinyJit: one capture, one compile, every position.
 
-Each step embeds one new token, writes its key and value into row `pos` of fixed (L, D) caches and attends over
-rows [0, pos]. The prefix length is a Variable bound per step, so the kernels are compiled once for every length
+Each step embeds one new token, writes its key and value into row `pos` of fixed (L, D) caches (in place: an
+assign through the one-row slice, a kernel that writes just that row) and attends over rows [0, pos]. The prefix length is a Variable bound per step, so the kernels are compiled once for every length
 and the jitted step replays them with the new value. Prints each step's error against numpy and the timings.
 
   python examples/kv_cache.py
@@ -29,9 +29,7 @@ def step(x: Tensor, pos) -> Tensor:
     """x (1, D): the new token; pos: the bound Variable (its row). Returns its attention output (1, D)."""
     q, k, v = x @ Wq, x @ Wk, x @ Wv
     for cache, new in ((k_cache, k), (v_cache, v)):
-        updated = cache.contiguous()
-        updated[pos : pos + 1] = new
-        cache.assign(updated)  # in place: the caches persist across replays
+        cache[pos : pos + 1].assign(new).realize()  # row pos of the cache, in place: it persists across replays
     scores = q @ k_cache[: pos + 1].T / float(np.sqrt(D))  # (1, pos+1): symbolic width
     return scores.softmax(-1) @ v_cache[: pos + 1]
 

@@ -94,9 +94,11 @@ def test_jit_replays_across_bound_values():
     assert compiled == len(rt._program_cache)
 
 
-def test_kv_cache_attention_under_jit():
+@pytest.mark.parametrize("in_place", [False, True])
+def test_kv_cache_attention_under_jit(in_place):
     """Attention of each new token over the keys/values of all tokens so far, kept in fixed (L, D) buffers:
-    the prefix length is a Variable, so one capture serves every position."""
+    the prefix length is a Variable, so one capture serves every position. The new row goes in by a functional
+    setitem and a whole-cache assign, or in place by an assign through the symbolic one-row slice."""
     L, D = 12, 8
     wq, wk, wv = (RNG.standard_normal((D, D)).astype(np.float32) for _ in range(3))
     Wq, Wk, Wv = Tensor(wq), Tensor(wk), Tensor(wv)
@@ -107,6 +109,9 @@ def test_kv_cache_attention_under_jit():
     def step(x: Tensor, pos) -> Tensor:
         q, k, v = x @ Wq, x @ Wk, x @ Wv
         for cache, new in ((kc, k), (vc, v)):
+            if in_place:
+                cache[pos : pos + 1].assign(new).realize()
+                continue
             upd = cache.contiguous()
             upd[pos : pos + 1] = new
             cache.assign(upd)

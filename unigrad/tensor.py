@@ -92,6 +92,25 @@ def _is_buffer_view(u: UOp) -> bool:
     return u.op is Ops.BUFFER or (u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER)
 
 
+VIEW_OPS = frozenset({Ops.RESHAPE, Ops.SHRINK, Ops.PERMUTE, Ops.FLIP, Ops.PAD, Ops.EXPAND})
+
+
+def _view_chain(u: UOp) -> list[UOp]:
+    """The movement ops of a view, outermost first, down to (not including) what it views."""
+    chain = []
+    while u.op in VIEW_OPS:
+        chain.append(u)
+        u = u.src[0]
+    return chain
+
+
+def _view_base(u: UOp) -> UOp:
+    """What a view looks at: `u` without its movement ops."""
+    while u.op in VIEW_OPS:
+        u = u.src[0]
+    return u
+
+
 def _broadcast_shape(op: str, *shapes: Shape) -> Shape:
     """The broadcast of `shapes` (right-aligned, each axis equal or 1), or a RuntimeError naming them."""
     out = broadcast_shapes(*shapes)
@@ -515,23 +534,31 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         return self
 
     def assign(self, x: Tensor | ConstType) -> Tensor:
-        """Write `x` into this tensor's buffer (the spec's assign: STORE, then AFTER). Needs a realized,
-        row-major tensor of the same shape; `x` is cast to this dtype. Returns self, now after the write."""
+        """Write `x` into this tensor's buffer (the spec's assign: STORE, then AFTER); `x` is cast to this dtype
+        and must have this shape. Returns self, now after the write.
+
+        On a view of a buffer (a slice, a permute, a flip: `cache[pos:pos+1].assign(k)`) only the view's elements
+        are written, in place, by a kernel that loops over the view: the tensor the view was taken from sees them
+        once the assign has run (realize it first, as in tinygrad). A tensor with no buffer yet gets a new one."""
         if not isinstance(x, Tensor):
             x = self._const_like(x, self.dtype)
         if x.shape != self.shape:
             raise RuntimeError(f"assign: shape {x.shape} does not match the target's {self.shape}")
         if x.device != self.device:
             raise RuntimeError(f"assign: value on {x.device}, target on {self.device}")
-        target = self.uop
-        base = target
-        while base.op is Ops.RESHAPE:
-            base = base.src[0]
+        if self.numel() == 0:  # nothing to write
+            return self
+        target, base = self.uop, _view_base(self.uop)
         if base.op not in (Ops.BUFFER, Ops.AFTER):  # no buffer yet: give it one
             if self.uop in x.uop.toposort():  # the new value reads the old one: materialize it first
                 target = self.contiguous().realize().uop
             else:  # every element is overwritten: the old (lazy) value need not be computed at all
                 target = Tensor.empty(*self.shape, dtype=self.dtype, device=self.device).uop
+        elif expanded := [u for u in _view_chain(target) if u.op is Ops.EXPAND and u.shape != u.src[0].shape]:
+            raise RuntimeError(
+                f"assign: the target is an expanded view {expanded[0].src[0].shape} -> {expanded[0].shape}: "
+                "several of its elements share one memory location; assign to the tensor before the expand"
+            )
         store = UOp(Ops.STORE, (target, x.cast(self.dtype).uop))
         self.uop = UOp(Ops.AFTER, (target, store))
         _assign_owner[self.uop] = self

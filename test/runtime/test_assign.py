@@ -103,3 +103,72 @@ def test_long_chain_of_pending_assigns(device):
         r.assign(r * n)
         n.assign(n + 1)
     assert r.tolist() == [120.0] * 3 and n.tolist() == [6.0]
+
+
+# ---------------------------------------------------------------- assign through a view: only its elements
+
+
+VIEWS = {  # name: (unigrad view of a (5, 7) tensor, the same numpy view)
+    "rows": (lambda t: t[1:3], lambda x: x[1:3]),
+    "column": (lambda t: t[:, 4], lambda x: x[:, 4]),
+    "one element": (lambda t: t[4, 6:7], lambda x: x[4, 6:7]),
+    "stepped": (lambda t: t[::2, 1::3], lambda x: x[::2, 1::3]),
+    "flipped": (lambda t: t[::-1, 2:5], lambda x: x[::-1, 2:5]),
+    "transposed": (lambda t: t.T[3:6], lambda x: x.T[3:6]),
+    "reshaped slice": (lambda t: t.reshape(35)[10:24].reshape(2, 7), lambda x: x.reshape(35)[10:24].reshape(2, 7)),
+    "empty": (lambda t: t[2:2], lambda x: x[2:2]),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", list(VIEWS))
+def test_assign_through_a_view_writes_only_its_elements(device, name):
+    """view.assign(v) writes v into the viewed elements of the buffer, in place, with one kernel over the view;
+    the tensor the view was taken from reads the new values. Random data, numpy's in-place write as reference."""
+    view, np_view = VIEWS[name]
+    rng = np.random.default_rng(len(name))
+    x = rng.standard_normal((5, 7)).astype(np.float32)
+    a = Tensor(x, device=device).realize()
+    buf = rt.buffer_of(a.uop)
+    v = rng.standard_normal(np_view(x).shape).astype(np.float32)
+    target = view(a)
+    written = target.assign(Tensor(v, device=device))
+    assert kernels_of(written) == (0 if v.size == 0 else 1)
+    want = x.copy()
+    np_view(want)[...] = v
+    assert rt.buffer_of(a.uop) is buf
+    np.testing.assert_array_equal(a.numpy(), want)
+    np.testing.assert_array_equal(written.numpy(), v)  # the assigned view reads what was written
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_assign_through_a_view_reading_the_buffer(device):
+    """A value computed from the same buffer: in place when each element reads only itself, through a copy
+    when it reads elements the kernel writes elsewhere (overlapping slices)."""
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    a = Tensor(x, device=device).realize()
+    assert kernels_of(a[::3].assign(a[::3] * 2 + 1)) == 1
+    want = x.copy()
+    want[::3] = want[::3] * 2 + 1
+    np.testing.assert_array_equal(a.numpy(), want)
+    a.T[1:4].assign(a.T[0:3]).realize()  # columns 1..3 get the old columns 0..2
+    want.T[1:4] = want.T[0:3].copy()
+    np.testing.assert_array_equal(a.numpy(), want)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_assign_through_a_view_after_pending_assigns(device):
+    a = Tensor([1.0, 2.0, 3.0, 4.0], device=device).realize()
+    a.assign(a * 10)  # pending: the slice is written after it
+    a[1:3].assign(Tensor([-1.0, -2.0], device=device)).realize()
+    assert a.tolist() == [10.0, -1.0, -2.0, 40.0]
+    b = a[0:2].assign(a[2:4] + 1)
+    c = b[1:2].assign(Tensor([7.0], device=device))  # a view of a pending view assign: b's runs first
+    c.realize()
+    assert a.tolist() == [-1.0, 7.0, -2.0, 40.0] and b.tolist() == [-1.0, 7.0] and c.tolist() == [7.0]
+
+
+def test_assign_through_an_expanded_view_is_refused():
+    a = Tensor([1.0, 2.0, 3.0]).realize()
+    with pytest.raises(RuntimeError, match=r"assign: the target is an expanded view \(1, 3\) -> \(2, 3\)"):
+        a.reshape(1, 3).expand(2, 3).assign(Tensor.ones(2, 3))

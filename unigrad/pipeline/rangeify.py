@@ -6,7 +6,11 @@ PARAM_m, inputs...)), shape): PARAM_m for m >= len(args) is a buffer the caller 
 SINK(END(...STORE(INDEX(out, flat), value)...)) whose value is scalar ALU/LOAD/REDUCE math on RANGEs with
 all movement ops gone and index expressions simplified.
 
-Kernel split: outputs (unless a plain reshape of an input), LOADs (contiguous / copy to a device), REDUCEs
+An assign, STORE(target, value), becomes a kernel writing into the target's buffer; when the target is a view
+(slice, permute, flip), the kernel loops over the view and stores through its index math, and the assign's
+value stays that view of the written buffer.
+
+Kernel split: outputs (unless a plain reshape of an input or an assigned view), LOADs (contiguous / copy to a device), REDUCEs
 whose result is broadcast back by an EXPAND (they would be recomputed per element otherwise), and big REDUCEs
 reduced again by another REDUCE (a nested reduction would be one loop nest that tiling cannot shape).
 Everything else fuses into the kernel that consumes it.
@@ -322,23 +326,31 @@ def _symbolic_name(d: UOp) -> str:
 
 
 def build_kernel(
-    value: UOp, out_dtype: DType, out_device: object, out_buffer: UOp | None = None
+    value: UOp, out_dtype: DType, out_device: object, out_buffer: UOp | None = None, out_view: UOp | None = None
 ) -> tuple[UOp, list[UOp]]:
     """The kernel AST computing `value` into a flat buffer, and the buffers it reads (in PARAM order).
 
     The kernel's PARAM 0 is the output, PARAM k >= 1 the k-th buffer it reads. With `out_buffer` (an assign),
-    the output is that existing buffer, and reads of it in `value` go through PARAM 0 too (no aliasing)."""
+    the output is that existing buffer, and reads of it in `value` go through PARAM 0 too (no aliasing). With
+    `out_view` too (movement ops over out_buffer, value's shape), element i of value goes to the buffer element
+    that element i of the view shows: the kernel loops over the view only."""
     leaves = [u for u in value.toposort(gate=lambda x: not _is_buffer_leaf(x)) if _is_buffer_leaf(u)]
     leaves = [b for b in leaves if b is not out_buffer]
     shape = value.shape
-    out = UOp(Ops.PARAM, (UOp.shape_src((prod(shape),)),), ParamArg(0, out_dtype, out_device, AddrSpace.GLOBAL))
+    size = prod(out_buffer.shape) if out_view is not None and out_buffer is not None else prod(shape)
+    out = UOp(Ops.PARAM, (UOp.shape_src((size,)),), ParamArg(0, out_dtype, out_device, AddrSpace.GLOBAL))
     mapping = {b: _param_like(b, k + 1) for k, b in enumerate(leaves)}
     if out_buffer is not None:
         mapping[out_buffer] = out
     local = value.substitute(mapping) if mapping else value
     ctx = RangeifyCtx()
     idxs = [UOp.index_const(0) if s == 1 else ctx.new_range(s) for s in shape]
-    store = UOp(Ops.STORE, (UOp(Ops.INDEX, (out, flatten_index(tuple(idxs), shape))), _index(local, idxs, TRUE)))
+    if out_view is None:
+        where, gate = flatten_index(tuple(idxs), shape), TRUE
+    else:  # the view's index math, as a load through it would have: padding the view adds is not written
+        where, gate = view_index(out_view.substitute({out_buffer: out}), tuple(idxs))
+    dest = (UOp(Ops.INDEX, (out, where)), _index(local, idxs, TRUE))
+    store = UOp(Ops.STORE, dest if gate is TRUE else (*dest, gate))
     for r in reversed(idxs):
         if r.op is Ops.RANGE:
             store = UOp(Ops.END, (store, r))
@@ -367,12 +379,23 @@ def _strip_views(u: UOp) -> UOp:
     return u
 
 
+MOVEMENT = frozenset({Ops.RESHAPE, Ops.SHRINK, Ops.PERMUTE, Ops.FLIP, Ops.PAD, Ops.EXPAND})
+
+
+def _strip_movement(u: UOp) -> UOp:
+    """The buffer (or assign) a view of it looks at."""
+    while u.op in MOVEMENT:
+        u = u.src[0]
+    return u
+
+
 def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
     consumers: dict[UOp, list[UOp]] = defaultdict(list)
     for u in topo:
         for s in u.src:
             consumers[s].append(u)
-    realize: set[UOp] = {o for o in body.src if not is_contiguous_view(o)}
+    # outputs are materialized, but for an assign through a view (a slice): its value stays that view of the buffer
+    realize: set[UOp] = {o for o in body.src if not is_contiguous_view(o) and not _is_view_assign(o)}
     for u in topo:
         if u.op is Ops.LOAD and not (u.arg.device is None and is_contiguous_view(u.src[0])):
             realize.add(u)
@@ -398,6 +421,10 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
         if reduced_above[u] and u.op is Ops.REDUCE and _big_reduce(u):
             realize.add(u)
     return realize
+
+
+def _is_view_assign(u: UOp) -> bool:
+    return u.op is Ops.AFTER and len(u.src) == 2 and u.src[1].op is Ops.STORE and u.src[0].op in MOVEMENT
 
 
 def _big_reduce(u: UOp) -> bool:
@@ -443,11 +470,12 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
     def assign(store: UOp) -> UOp:
         """STORE(target view, value) at the tensor level: a kernel writing into the target's buffer."""
         target, value = store.src
-        buf = _strip_views(target)
-        ast, leaves = build_kernel(value.reshape_to(target.shape), value.dtype, buf.device, out_buffer=buf)
+        buf = _strip_movement(target)
+        view = None if _strip_views(target) is buf else target  # a slice, permute, flip...: write through it
+        ast, leaves = build_kernel(value.reshape_to(target.shape), value.dtype, buf.device, buf, view)
         if reads_output_elsewhere(ast):  # compute the new value aside first, then copy it in
             tmp = materialize(value, value.device or default_device)
-            ast, leaves = build_kernel(tmp.reshape_to(target.shape), value.dtype, buf.device, out_buffer=buf)
+            ast, leaves = build_kernel(tmp.reshape_to(target.shape), value.dtype, buf.device, buf, view)
         call = UOp(Ops.CALL, (ast, buf, *leaves))
         assigns.append((call, buf, target, value))
         return call
@@ -469,7 +497,8 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
             if not others:
                 continue
             tmp = materialize(value, value.device or default_device)
-            ast, leaves = build_kernel(tmp.reshape_to(target.shape), value.dtype, buf.device, out_buffer=buf)
+            view = None if _strip_views(target) is buf else target
+            ast, leaves = build_kernel(tmp.reshape_to(target.shape), value.dtype, buf.device, buf, view)
             replace[call] = UOp(Ops.CALL, (ast, UOp(Ops.AFTER, (buf, *others)), *leaves))
         return out.substitute(replace, walk=lambda x: not _is_kernel_ast(x)) if replace else out
 
@@ -483,13 +512,13 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
         if u.op is Ops.STORE:
             memo[u] = assign(nu)
             continue
-        if u.op is Ops.AFTER and nu.src[0].op is Ops.RESHAPE and any(s.op is Ops.CALL for s in nu.src[1:]):
+        if u.op is Ops.AFTER and nu.src[0].op in MOVEMENT and any(s.op is Ops.CALL for s in nu.src[1:]):
             view = nu.src[0]  # AFTER(view of buf, CALL) -> view of AFTER(buf, CALL), one level of AFTER
-            leaf = _strip_views(view)
+            leaf = _strip_movement(view)
             after = (
                 leaf.replace(src=leaf.src + nu.src[1:]) if leaf.op is Ops.AFTER else UOp(Ops.AFTER, (leaf, *nu.src[1:]))
             )
-            memo[u] = UOp(Ops.RESHAPE, (after, view.src[1]))
+            memo[u] = view.substitute({leaf: after})
             continue
         if u not in realize:
             memo[u] = nu
