@@ -172,3 +172,13 @@ def test_assign_through_an_expanded_view_is_refused():
     a = Tensor([1.0, 2.0, 3.0]).realize()
     with pytest.raises(RuntimeError, match=r"assign: the target is an expanded view \(1, 3\) -> \(2, 3\)"):
         a.reshape(1, 3).expand(2, 3).assign(Tensor.ones(2, 3))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_assign_through_a_padded_view_skips_the_padding(device):
+    """Elements the padding adds have no memory: their values are not written (a gated store)."""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a = Tensor(x, device=device).realize()
+    v = np.arange(20, dtype=np.float32).reshape(4, 5) + 100
+    a.pad(((1, 1), (2, 0))).assign(Tensor(v, device=device)).realize()
+    np.testing.assert_array_equal(a.numpy(), v[1:3, 2:])
