@@ -268,37 +268,46 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     # ---------------------------------------------------------------- creation
     @staticmethod
     def full(
-        shape: Sequence[int] | int, fill_value: ConstType, dtype: DType | str | None = None, device: str | None = None
+        shape: Sequence[int] | int,
+        fill_value: ConstType,
+        dtype: DType | str | None = None,
+        device: str | None = None,
+        requires_grad: bool | None = None,
     ) -> Tensor:
         shp = (shape,) if isinstance(shape, (int, UOp)) else tuple(shape)
         if any(not isinstance(s, (int, UOp)) or smin(s) < 0 for s in shp):
             raise RuntimeError(f"full: shape must be non-negative ints (or symbolic sizes), got {shp}")
         dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
-        return Tensor(fill_value, device=device, dtype=dt).reshape((1,) * len(shp)).expand(shp)
+        t = Tensor(fill_value, device=device, dtype=dt).reshape((1,) * len(shp)).expand(shp)
+        return t.requires_grad_() if requires_grad else t
 
     @staticmethod
-    def zeros(*shape: Any, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
-        return Tensor.full(_shape_arg(shape), 0, dtype=dtype or dtypes.default_float, device=device)
+    def zeros(*shape: Any, dtype: DType | str | None = None, device: str | None = None, **kw: Any) -> Tensor:
+        """Zeros of `shape`; like every factory, requires_grad=True makes the result a leaf that requires grad."""
+        return Tensor.full(_shape_arg(shape), 0, dtype=dtype or dtypes.default_float, device=device, **kw)
 
     @staticmethod
-    def ones(*shape: Any, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
-        return Tensor.full(_shape_arg(shape), 1, dtype=dtype or dtypes.default_float, device=device)
+    def ones(*shape: Any, dtype: DType | str | None = None, device: str | None = None, **kw: Any) -> Tensor:
+        return Tensor.full(_shape_arg(shape), 1, dtype=dtype or dtypes.default_float, device=device, **kw)
 
     @staticmethod
-    def empty(*shape: Any, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+    def empty(
+        *shape: Any, dtype: DType | str | None = None, device: str | None = None, requires_grad: bool | None = None
+    ) -> Tensor:
         shp = _shape_arg(shape)
         dev = Device.canonicalize(device)
         buf = rt.new_buffer(_prod(shp), to_dtype(dtype) if dtype is not None else dtypes.default_float, dev)
-        return Tensor(UOp(Ops.RESHAPE, (buf, UOp.shape_src(shp))), device=dev)
+        t = Tensor(UOp(Ops.RESHAPE, (buf, UOp.shape_src(shp))), device=dev)
+        return t.requires_grad_() if requires_grad else t
 
-    def full_like(self, fill_value: ConstType, dtype: DType | str | None = None) -> Tensor:
-        return Tensor.full(self.shape, fill_value, dtype=dtype or self.dtype, device=self.device)
+    def full_like(self, fill_value: ConstType, dtype: DType | str | None = None, **kw: Any) -> Tensor:
+        return Tensor.full(self.shape, fill_value, dtype=dtype or self.dtype, device=self.device, **kw)
 
-    def zeros_like(self, dtype: DType | str | None = None) -> Tensor:
-        return self.full_like(0, dtype)
+    def zeros_like(self, dtype: DType | str | None = None, **kw: Any) -> Tensor:
+        return self.full_like(0, dtype, **kw)
 
-    def ones_like(self, dtype: DType | str | None = None) -> Tensor:
-        return self.full_like(1, dtype)
+    def ones_like(self, dtype: DType | str | None = None, **kw: Any) -> Tensor:
+        return self.full_like(1, dtype, **kw)
 
     @staticmethod
     def arange(
@@ -307,6 +316,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         step: int | float = 1,
         dtype: DType | str | None = None,
         device: str | None = None,
+        requires_grad: bool | None = None,
     ) -> Tensor:
         """[start, start+step, ...) below stop. Built from movement ops on constants: element i is the sum
         of its binary digits, each digit a padded, tiled constant, so the whole thing is one fused kernel."""
@@ -324,7 +334,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             reps = -(-n // (2 * bit))
             idx = idx + digit.reshape(1, 2 * bit).expand(reps, 2 * bit).reshape(reps * 2 * bit).shrink(((0, n),))
             bit *= 2
-        return (idx.cast(dt) * step + start).cast(dt) if (start, step) != (0, 1) else idx.cast(dt)
+        t = (idx.cast(dt) * step + start).cast(dt) if (start, step) != (0, 1) else idx.cast(dt)
+        return t.requires_grad_() if requires_grad else t
 
     # ---------------------------------------------------------------- realization
     def kernelize(self, *others: Tensor) -> Tensor:

@@ -75,3 +75,37 @@ def test_errors(ours, theirs):
         theirs()
     with pytest.raises(ref.type):
         ours()
+
+
+FACTORIES = {  # name: (unigrad call, torch call), each with requires_grad=True
+    "zeros": (lambda: Tensor.zeros(2, 3, requires_grad=True), lambda: torch.zeros(2, 3, requires_grad=True)),
+    "ones": (lambda: Tensor.ones(4, requires_grad=True), lambda: torch.ones(4, requires_grad=True)),
+    "full": (lambda: Tensor.full((3,), 2.5, requires_grad=True), lambda: torch.full((3,), 2.5, requires_grad=True)),
+    "arange": (lambda: Tensor.arange(5.0, requires_grad=True), lambda: torch.arange(5.0, requires_grad=True)),
+    "linspace": (
+        lambda: Tensor.linspace(-1, 1, 5, requires_grad=True),
+        lambda: torch.linspace(-1, 1, 5, requires_grad=True),
+    ),
+    "eye": (lambda: Tensor.eye(3, requires_grad=True), lambda: torch.eye(3, requires_grad=True)),
+    "ones_like": (
+        lambda: Tensor.zeros(2, 2).ones_like(requires_grad=True),
+        lambda: torch.ones_like(torch.zeros(2, 2), requires_grad=True),
+    ),
+    "full_like": (
+        lambda: Tensor.zeros(3).full_like(-2.0, requires_grad=True),
+        lambda: torch.full_like(torch.zeros(3), -2.0, requires_grad=True),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(FACTORIES))
+def test_factories_take_requires_grad(name):
+    """torch.<factory>(..., requires_grad=True) gives a leaf that requires grad: so does ours, and the gradient of
+    sum(x * x) through it matches torch's."""
+    make, make_torch = FACTORIES[name]
+    x, xt = make(), make_torch()
+    assert x.requires_grad and x.is_leaf
+    np.testing.assert_allclose(x.numpy(), xt.detach().numpy(), rtol=1e-6)
+    (x * x).sum().backward()
+    (xt * xt).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-6)

@@ -28,6 +28,7 @@ class CreationMixin:
         steps: int,
         dtype: DType | str | None = None,
         device: str | None = None,
+        requires_grad: bool | None = None,
     ) -> Tensor:
         """`steps` evenly spaced values from start to end inclusive, computed as torch does: the first half
         counts up from start, the second half down from end (so both ends are exact). Float dtypes compute in
@@ -38,16 +39,23 @@ class CreationMixin:
             raise RuntimeError(f"linspace: number of steps must be a non-negative int, got {steps!r}")
         dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
         if steps <= 1:
-            return Tensor.full((steps,), start, dtype=dt, device=device)
+            return Tensor.full((steps,), start, dtype=dt, device=device, requires_grad=requires_grad)
         compute = dt if dt in (dtypes.float32, dtypes.float64) else dtypes.float64 if dt.is_int else dtypes.float32
         step = (end - start) / (steps - 1)
         i = Tensor.arange(steps, device=device).cast(compute)
         up = i * step + start
         down = (steps - 1 - i) * -step + end
-        return (i < steps // 2).where(up, down).cast(dt)
+        t = (i < steps // 2).where(up, down).cast(dt)
+        return t.requires_grad_() if requires_grad else t
 
     @staticmethod
-    def eye(n: int, m: int | None = None, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+    def eye(
+        n: int,
+        m: int | None = None,
+        dtype: DType | str | None = None,
+        device: str | None = None,
+        requires_grad: bool | None = None,
+    ) -> Tensor:
         """The n x m identity: ones on the diagonal, built from movement ops alone (a column of ones padded
         with n zeros per row, read as (n, n)), so it folds into whatever uses it."""
         from unigrad.tensor import Tensor
@@ -58,7 +66,8 @@ class CreationMixin:
         dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
         k = min(n, cols)
         ones = Tensor.ones(k, dtype=dt, device=device)
-        return ones.diag().pad(((0, n - k), (0, cols - k)))
+        t = ones.diag().pad(((0, n - k), (0, cols - k)))
+        return t.requires_grad_() if requires_grad else t
 
     def empty_like(self: Tensor, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
         """An uninitialized tensor of self's shape (and dtype/device unless given)."""
