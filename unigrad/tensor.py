@@ -25,12 +25,13 @@ from unigrad.api.reduce import ReduceMixin
 from unigrad.dtype import ConstType, DType, dtypes, promote_types, promote_with_dims, result_dtype_with_scalar, to_dtype
 from unigrad.gradient import gradients, remember_graph
 from unigrad.ir.args import LoadArg, ReduceArg
-from unigrad.ir.ops import Ops
+from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.props import broadcast_shapes
 from unigrad.ir.sint import always_le, resolve_shape, sadd, sfloordiv, sint, smax, smin, smul, sprod, ssub
 from unigrad.ir.spec import verify_tensor_op
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.expand import identity_element
+from unigrad.pipeline.rangeify import view_base
 from unigrad.runtime import Device
 from unigrad.runtime import jit as rt_jit
 from unigrad.runtime import realize as rt
@@ -90,25 +91,6 @@ _leaves: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary(
 
 def _is_buffer_view(u: UOp) -> bool:
     return u.op is Ops.BUFFER or (u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER)
-
-
-VIEW_OPS = frozenset({Ops.RESHAPE, Ops.SHRINK, Ops.PERMUTE, Ops.FLIP, Ops.PAD, Ops.EXPAND})
-
-
-def _view_chain(u: UOp) -> list[UOp]:
-    """The movement ops of a view, outermost first, down to (not including) what it views."""
-    chain = []
-    while u.op in VIEW_OPS:
-        chain.append(u)
-        u = u.src[0]
-    return chain
-
-
-def _view_base(u: UOp) -> UOp:
-    """What a view looks at: `u` without its movement ops."""
-    while u.op in VIEW_OPS:
-        u = u.src[0]
-    return u
 
 
 def _broadcast_shape(op: str, *shapes: Shape) -> Shape:
@@ -559,13 +541,17 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             raise RuntimeError(f"assign: value on {x.device}, target on {self.device}")
         if self.numel() == 0:  # nothing to write
             return self
-        target, base = self.uop, _view_base(self.uop)
+        target, base = self.uop, view_base(self.uop)
         if base.op not in (Ops.BUFFER, Ops.AFTER):  # no buffer yet: give it one
             if self.uop in x.uop.toposort():  # the new value reads the old one: materialize it first
                 target = self.contiguous().realize().uop
             else:  # every element is overwritten: the old (lazy) value need not be computed at all
                 target = Tensor.empty(*self.shape, dtype=self.dtype, device=self.device).uop
-        elif expanded := [u for u in _view_chain(target) if u.op is Ops.EXPAND and u.shape != u.src[0].shape]:
+        elif expanded := [
+            u
+            for u in target.toposort(gate=lambda v: v.op in GroupOp.View)
+            if u.op is Ops.EXPAND and u.shape != u.src[0].shape
+        ]:
             raise RuntimeError(
                 f"assign: the target is an expanded view {expanded[0].src[0].shape} -> {expanded[0].shape}: "
                 "several of its elements share one memory location; assign to the tensor before the expand"

@@ -110,6 +110,8 @@ class GroupOp:
         {Ops.PERMUTE, Ops.FLIP, Ops.RESHAPE, Ops.EXPAND, Ops.PAD, Ops.SHRINK, Ops.INDEX, Ops.STACK, Ops.BITCAST}
         | {Ops.REPLICATED}
     )
+    # the movement ops of a view of one buffer: element i of the view is an element of the buffer (or padding)
+    View = frozenset({Ops.PERMUTE, Ops.FLIP, Ops.RESHAPE, Ops.EXPAND, Ops.PAD, Ops.SHRINK})
     Reduce = frozenset({Ops.REDUCE})
     Call = frozenset({Ops.FUNCTION, Ops.CALL, Ops.TUPLE, Ops.GETTUPLE})
     Load = frozenset({Ops.LOAD})

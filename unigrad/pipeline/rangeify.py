@@ -10,9 +10,9 @@ An assign, STORE(target, value), becomes a kernel writing into the target's buff
 (slice, permute, flip), the kernel loops over the view and stores through its index math, and the assign's
 value stays that view of the written buffer.
 
-Kernel split: outputs (unless a plain reshape of an input or an assigned view), LOADs (contiguous / copy to a device), REDUCEs
-whose result is broadcast back by an EXPAND (they would be recomputed per element otherwise), and big REDUCEs
-reduced again by another REDUCE (a nested reduction would be one loop nest that tiling cannot shape).
+Kernel split: outputs (unless a plain reshape of an input or an assigned view), LOADs (contiguous / copy to a
+device), REDUCEs whose result is broadcast back by an EXPAND (they would be recomputed per element otherwise), and
+big REDUCEs reduced again by another REDUCE (a nested reduction would be one loop nest that tiling cannot shape).
 Everything else fuses into the kernel that consumes it.
 """
 
@@ -332,12 +332,12 @@ def build_kernel(
 
     The kernel's PARAM 0 is the output, PARAM k >= 1 the k-th buffer it reads. With `out_buffer` (an assign),
     the output is that existing buffer, and reads of it in `value` go through PARAM 0 too (no aliasing). With
-    `out_view` too (movement ops over out_buffer, value's shape), element i of value goes to the buffer element
-    that element i of the view shows: the kernel loops over the view only."""
+    `out_view` too (the assign's target: movement ops over out_buffer, value's shape), element i of value goes to
+    the buffer element that element i of the view shows: the kernel loops over the view only."""
     leaves = [u for u in value.toposort(gate=lambda x: not _is_buffer_leaf(x)) if _is_buffer_leaf(u)]
     leaves = [b for b in leaves if b is not out_buffer]
     shape = value.shape
-    size = prod(out_buffer.shape) if out_view is not None and out_buffer is not None else prod(shape)
+    size = prod(out_buffer.shape) if out_buffer is not None else prod(shape)
     out = UOp(Ops.PARAM, (UOp.shape_src((size,)),), ParamArg(0, out_dtype, out_device, AddrSpace.GLOBAL))
     mapping = {b: _param_like(b, k + 1) for k, b in enumerate(leaves)}
     if out_buffer is not None:
@@ -345,7 +345,7 @@ def build_kernel(
     local = value.substitute(mapping) if mapping else value
     ctx = RangeifyCtx()
     idxs = [UOp.index_const(0) if s == 1 else ctx.new_range(s) for s in shape]
-    if out_view is None:
+    if out_view is None or _strip_views(out_view) is out_buffer:  # a row-major view: the flat index
         where, gate = flatten_index(tuple(idxs), shape), TRUE
     else:  # the view's index math, as a load through it would have: padding the view adds is not written
         where, gate = view_index(out_view.substitute({out_buffer: out}), tuple(idxs))
@@ -379,12 +379,9 @@ def _strip_views(u: UOp) -> UOp:
     return u
 
 
-MOVEMENT = frozenset({Ops.RESHAPE, Ops.SHRINK, Ops.PERMUTE, Ops.FLIP, Ops.PAD, Ops.EXPAND})
-
-
-def _strip_movement(u: UOp) -> UOp:
-    """The buffer (or assign) a view of it looks at."""
-    while u.op in MOVEMENT:
+def view_base(u: UOp) -> UOp:
+    """What a view looks at (a buffer, an assign): `u` without its movement ops."""
+    while u.op in GroupOp.View:
         u = u.src[0]
     return u
 
@@ -424,7 +421,7 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
 
 
 def _is_view_assign(u: UOp) -> bool:
-    return u.op is Ops.AFTER and len(u.src) == 2 and u.src[1].op is Ops.STORE and u.src[0].op in MOVEMENT
+    return u.op is Ops.AFTER and len(u.src) == 2 and u.src[1].op is Ops.STORE and u.src[0].op in GroupOp.View
 
 
 def _big_reduce(u: UOp) -> bool:
@@ -470,12 +467,11 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
     def assign(store: UOp) -> UOp:
         """STORE(target view, value) at the tensor level: a kernel writing into the target's buffer."""
         target, value = store.src
-        buf = _strip_movement(target)
-        view = None if _strip_views(target) is buf else target  # a slice, permute, flip...: write through it
-        ast, leaves = build_kernel(value.reshape_to(target.shape), value.dtype, buf.device, buf, view)
+        buf = view_base(target)
+        ast, leaves = build_kernel(value.reshape_to(target.shape), value.dtype, buf.device, buf, target)
         if reads_output_elsewhere(ast):  # compute the new value aside first, then copy it in
             tmp = materialize(value, value.device or default_device)
-            ast, leaves = build_kernel(tmp.reshape_to(target.shape), value.dtype, buf.device, buf, view)
+            ast, leaves = build_kernel(tmp.reshape_to(target.shape), value.dtype, buf.device, buf, target)
         call = UOp(Ops.CALL, (ast, buf, *leaves))
         assigns.append((call, buf, target, value))
         return call
@@ -497,8 +493,7 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
             if not others:
                 continue
             tmp = materialize(value, value.device or default_device)
-            view = None if _strip_views(target) is buf else target
-            ast, leaves = build_kernel(tmp.reshape_to(target.shape), value.dtype, buf.device, buf, view)
+            ast, leaves = build_kernel(tmp.reshape_to(target.shape), value.dtype, buf.device, buf, target)
             replace[call] = UOp(Ops.CALL, (ast, UOp(Ops.AFTER, (buf, *others)), *leaves))
         return out.substitute(replace, walk=lambda x: not _is_kernel_ast(x)) if replace else out
 
@@ -512,9 +507,9 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
         if u.op is Ops.STORE:
             memo[u] = assign(nu)
             continue
-        if u.op is Ops.AFTER and nu.src[0].op in MOVEMENT and any(s.op is Ops.CALL for s in nu.src[1:]):
+        if u.op is Ops.AFTER and nu.src[0].op in GroupOp.View and any(s.op is Ops.CALL for s in nu.src[1:]):
             view = nu.src[0]  # AFTER(view of buf, CALL) -> view of AFTER(buf, CALL), one level of AFTER
-            leaf = _strip_movement(view)
+            leaf = view_base(view)
             after = (
                 leaf.replace(src=leaf.src + nu.src[1:]) if leaf.op is Ops.AFTER else UOp(Ops.AFTER, (leaf, *nu.src[1:]))
             )

@@ -31,7 +31,6 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static entry_t job_fn;
 static void **job_bufs;
 static long long *job_vars;
-static long long job_n;
 static atomic_llong generation = 0;
 static atomic_llong done_chunks;
 static atomic_int busy = 0;  /* workers inside run_chunks: the job's fields stay put until it is 0 */
@@ -103,7 +102,7 @@ void pool_run(entry_t fn, void **bufs, long long *vars, long long n) {
     sched_yield();
     pthread_mutex_lock(&mu);
   }
-  job_fn = fn; job_bufs = bufs; job_vars = vars; job_n = n;
+  job_fn = fn; job_bufs = bufs; job_vars = vars;
   job_slots = n < n_workers + 1 ? (int)n : n_workers + 1;
   for (int k = 0; k < job_slots; k++) {
     atomic_store(&slots[k].next, n * k / job_slots);
