@@ -4,6 +4,7 @@ are refused with an error naming the opt; the thread pool gives bit-identical re
 from __future__ import annotations
 
 import ctypes
+import threading
 
 import numpy as np
 import pytest
@@ -230,6 +231,31 @@ def test_thread_pool_runs_every_chunk_once(chunks: int) -> None:
     for _ in range(50):
         p.pool_run(fn, bufs, vals, chunks)
     np.testing.assert_array_equal(counts[:chunks], np.full(chunks, 50, dtype=np.int32))
+
+
+def test_thread_pool_serializes_callers_on_other_threads() -> None:
+    """Python threads dispatching at once (ctypes drops the GIL) each get their own job run in full: pool_run
+    holds one job at a time, so no caller's chunks run another caller's entry or buffers."""
+    lib = ctypes.CDLL(str(CCompiler().compile_to_path(COUNT_SRC)))
+    fn = ctypes.cast(lib.count_entry, ctypes.c_void_p)
+    p = pool(2)
+    chunks, reps, callers = 37, 300, 4
+    counts = [np.zeros(chunks, dtype=np.int32) for _ in range(callers)]
+
+    def dispatch(c: np.ndarray) -> None:
+        bufs = (ctypes.c_void_p * 1)(c.ctypes.data)
+        vals = (ctypes.c_longlong * 1)(0)
+        for _ in range(reps):
+            p.pool_run(fn, bufs, vals, chunks)
+
+    threads = [threading.Thread(target=dispatch, args=(c,)) for c in counts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "pool_run hung with concurrent callers"
+    for c in counts:
+        np.testing.assert_array_equal(c, np.full(chunks, reps, dtype=np.int32))
 
 
 def test_threads_knob() -> None:

@@ -4,7 +4,8 @@ The pool is a small C library (compiled once, cached like kernels): pool_run(ent
 entry(bufs, vars, core) for core in [0, n) on the workers and the calling thread, and returns when all are
 done. Each thread owns a contiguous share of the chunks and runs it first, so it sees the same part of a buffer
 in every kernel (as OpenMP's static schedule does); then it takes what is left of the others' shares, so a thread
-the VM delays does not hold the job up. ctypes releases the GIL for the call. THREADS=1 (or a 1-core machine)
+the VM delays does not hold the job up. ctypes releases the GIL for the call; a second Python thread calling
+pool_run meanwhile waits for the running job to finish (the pool holds one job at a time). THREADS=1 (or a 1-core machine)
 never starts it. An idle worker polls for the next job for POOL_SPIN_US before it sleeps: kernels usually come
 back to back, and waking a sleeping thread costs tens of microseconds, more under a VM.
 """
@@ -27,6 +28,7 @@ typedef void (*entry_t)(void **bufs, long long *vars, long long core);
 static pthread_t workers[MAXT];
 static int n_workers = 0;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;  /* one job at a time: callers on other threads wait */
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static entry_t job_fn;
 static void **job_bufs;
@@ -95,6 +97,7 @@ int pool_start(int n) {
 }
 
 void pool_run(entry_t fn, void **bufs, long long *vars, long long n) {
+  pthread_mutex_lock(&run_mu);
   pthread_mutex_lock(&mu);
   /* a worker that joined the last job late may still be looking at its fields */
   while (atomic_load(&busy) > 0) {
@@ -114,6 +117,7 @@ void pool_run(entry_t fn, void **bufs, long long *vars, long long n) {
   pthread_mutex_unlock(&mu);
   run_chunks(0);
   while (atomic_load(&done_chunks) < n) sched_yield();
+  pthread_mutex_unlock(&run_mu);
 }
 """
 
