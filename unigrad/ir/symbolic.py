@@ -84,18 +84,36 @@ def build_sum(like: UOp, terms: list[tuple[UOp, int]], const: int) -> UOp:
 
 
 def combine_terms(terms: list[tuple[UOp, int]]) -> list[tuple[UOp, int]]:
-    """Like terms added, and (x//c)*c + x%c -> x."""
+    """Like terms added, (x//c)*c + x%c -> x and ((x//c)%n)*c + x%c -> x%(c*n) (the digits of a number summed
+    back: arange's binary digits become the index), repeated while a pair merges."""
     coef: dict[UOp, int] = {}
     for t, k in terms:
         coef[t] = coef.get(t, 0) + k
-    for t in list(coef):
-        if t.op is Ops.MOD and t in coef and t.src[1].op is Ops.CONST:
-            x, c = t.src[0], t.src[1].arg.value
-            q = UOp(Ops.IDIV, (x, t.src[1]))
-            k = coef[t]
-            if k != 0 and q in coef and coef[q] == c * k:
+    merged = True
+    while merged:
+        merged = False
+        for t in list(coef):
+            if t.op is not Ops.MOD or t not in coef or t.src[1].op is not Ops.CONST:
+                continue
+            x, c_u = t.src
+            c, k = c_u.arg.value, coef[t]
+            if k == 0 or c <= 0:
+                continue
+            q = UOp(Ops.IDIV, (x, c_u))
+            if coef.get(q) == c * k:  # (x//c)*c*k + (x%c)*k -> x*k
                 del coef[t], coef[q]
                 coef[x] = coef.get(x, 0) + k
+                merged = True
+                continue
+            for d in list(coef):  # ((x//c)%n)*c*k + (x%c)*k -> (x%(c*n))*k
+                if d.op is Ops.MOD and d.src[0] is q and d.src[1].op is Ops.CONST and coef[d] == c * k:
+                    n = d.src[1].arg.value
+                    if n > 0 and sum_fits(x, [], c * n):
+                        del coef[t], coef[d]
+                        wide = UOp(Ops.MOD, (x, _c(x, c * n)))
+                        coef[wide] = coef.get(wide, 0) + k
+                        merged = True
+                        break
     return [(t, k) for t, k in coef.items() if k != 0]
 
 
@@ -112,6 +130,8 @@ def sum_is_canonical(u: UOp) -> bool:
     base = b.src[0] if bop is MUL and b.src[1].op is CONST else b
     bsrc = base.src
     partner = MOD if base.op is IDIV else IDIV if base.op is MOD else None  # x//c pairs with x%c
+    # ... and (x//c)%n with x%c: the quotient inside a MOD pairs with a MOD of the same x and c
+    digit = bsrc[0].src if base.op is MOD and bsrc[0].op is IDIV else None
     node = a
     while True:
         if node.op is ADD:
@@ -121,6 +141,8 @@ def sum_is_canonical(u: UOp) -> bool:
         if t.op is MUL and t.src[1].op is CONST:
             t = t.src[0]
         if t is base or (t.op is partner and t.src == bsrc):
+            return False
+        if t.op is MOD and (t.src == digit or (partner is IDIV and t.src[0].op is IDIV and t.src[0].src == bsrc)):
             return False
         if node is None:
             return True
@@ -228,6 +250,43 @@ def fold_nested_mod(x: UOp, a: UOp, b: UOp) -> UOp | None:
     return None
 
 
+def fold_div_of_mod(x: UOp, m: UOp, c: UOp) -> UOp | None:
+    """(x%m)//c -> (x//c)%(m//c) when c divides m (floor semantics: exact for every x): the quotient of a digit
+    group, in the form combine_terms pairs with x%c."""
+    cv, mv = c.arg.value, m.arg.value
+    if x.dtype in INTS and cv > 1 and mv > 0 and mv % cv == 0:
+        return UOp(Ops.MOD, (UOp(Ops.IDIV, (x, c)), _c(x, mv // cv)))
+    return None
+
+
+def where_step(c: UOp, x: UOp, p: UOp, q: UOp) -> UOp | None:
+    """(x < c) ? p : q -> p + (x//c)*(q-p) for int x in [0, 2c) with c a power of two and int constants p, q:
+    one step of a staircase, as index math (a pad's validity over a tiled constant: arange's binary digits)."""
+    cv = c.arg.value
+    if x.dtype not in INTS or p.dtype not in INTS or cv <= 0 or cv & (cv - 1) or not (0 <= x.vmin and x.vmax < 2 * cv):
+        return None
+    step = UOp(Ops.IDIV, (x, c)).cast(p.dtype)
+    if not sum_fits(p, [(step, q.arg.value - p.arg.value)], p.arg.value):
+        return None
+    return build_sum(p, [(step, q.arg.value - p.arg.value)], p.arg.value)
+
+
+def lift_cast_sum(u: UOp) -> UOp | None:
+    """cast(a) + cast(b) -> cast(a + b) and cast(a) * c -> cast(a * c) for index a, b cast to a sized int, when
+    the index result fits the int (then both are the same integer): index math simplifies what is inside."""
+    a, b = u.src
+    if a.op is not Ops.CAST or a.src[0].dtype is not dtypes.index:
+        return None
+    if b.op is Ops.CAST and b.src[0].dtype is dtypes.index:
+        inner = UOp(u.op, (a.src[0], b.src[0]))
+    elif b.op is Ops.CONST:
+        inner = UOp(u.op, (a.src[0], UOp.const(dtypes.index, b.arg.value)))
+    else:
+        return None
+    lo, hi = inner.min_max
+    return inner.cast(u.dtype) if u.dtype.min <= lo and hi <= u.dtype.max else None
+
+
 def fold_mod_by_range(x: UOp, y: UOp) -> UOp | None:
     """x % y -> x when 0 <= x < y."""
     if x.dtype in INTS and x.vmin >= 0 and x.vmax < y.vmin:
@@ -293,6 +352,12 @@ pm_symbolic = PatternMatcher(
         (UPat(Ops.WHERE, src=(UPat(), x_, x_)), lambda x: x),  # c ? x : x -> x
         (UPat(Ops.WHERE, src=(UPat.const(True), x_, y_)), lambda x, y: x),  # True ? x : y -> x
         (UPat(Ops.WHERE, src=(UPat.const(False), x_, y_)), lambda x, y: y),  # False ? x : y -> y
+        # !c ? x : y -> c ? y : x
+        (
+            UPat(Ops.WHERE, src=(UPat(Ops.CMPNE, src=(xb, UPat.const(True))), y_, UPat.var("z"))),
+            lambda x, y, z: x.where(z, y),
+        ),
+        (UPat(Ops.WHERE, src=(UPat(Ops.CMPLT, src=(x_, c_)), UPat.cvar("p"), UPat.cvar("q"))), where_step),
         (UPat(Ops.CMPLT, src=(xi, xi)), lambda x: UOp.const(dtypes.bool, False)),  # x<x -> False
         (UPat(Ops.CMPNE, src=(xi, xi)), lambda x: UOp.const(dtypes.bool, False)),  # x!=x -> False (ints)
         # booleans
@@ -315,7 +380,9 @@ pm_symbolic = PatternMatcher(
         (UPat(Ops.IDIV, src=(UPat(Ops.IDIV, src=(x_, UPat.cvar("a"))), UPat.cvar("b"))), fold_nested_div),
         (UPat(Ops.MOD, src=(UPat(Ops.MOD, src=(x_, UPat.cvar("a"))), UPat.cvar("b"))), fold_nested_mod),
         (UPat((Ops.IDIV, Ops.MOD), src=(UPat(), UPat.cvar()), name="u"), fold_divmod),
+        (UPat(Ops.IDIV, src=(UPat(Ops.MOD, src=(x_, UPat.cvar("m"))), c_)), fold_div_of_mod),
         (UPat(Ops.MOD, src=(x_, y_)), fold_mod_by_range),
+        (UPat((Ops.ADD, Ops.MUL), dtype=INTS - {dtypes.index}, src=(UPat(Ops.CAST), UPat()), name="u"), lift_cast_sum),
         # comparisons
         (UPat(Ops.CMPLT, src=(x_, c_)), fold_lt_sum),
     ],

@@ -38,7 +38,7 @@ from unigrad.dtype import DType, dtypes
 from unigrad.ir.args import AddrSpace
 from unigrad.ir.ops import Ops
 from unigrad.ir.pattern import PatternMatcher, Rule, UPat, graph_rewrite
-from unigrad.ir.symbolic import split_terms
+from unigrad.ir.symbolic import build_sum, split_terms
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.decomp.numerics import const, neg, recip
 from unigrad.pipeline.decomp.threefry import threefry
@@ -200,6 +200,8 @@ class Vectorizer:
         op = first.op
         if op is Ops.CONST and all(x.op is Ops.CONST and x.dtype is first.dtype for x in lanes):
             return UOp(Ops.STACK, lanes) if self.can_vector(UOp(Ops.STACK, lanes)) else None
+        if (first.dtype in INTS or first.dtype is dtypes.index) and (offset := self._offsets(lanes)) is not None:
+            return offset
         if any(x.op is not op or x.arg != first.arg or len(x.src) != len(first.src) for x in lanes):
             return None
         if op is Ops.INDEX:
@@ -215,6 +217,26 @@ class Vectorizer:
             if idx.op is not Ops.INDEX or vector_base(idx.src[1]) is None or len(out.src) != (op is Ops.STORE) + 1:
                 return None  # a scalar address in every lane, or a gate: stays scalar
         return out if self.can_vector(out) else None
+
+    def _offsets(self, lanes: tuple[UOp, ...]) -> UOp | None:
+        """Int lanes that are one sum plus a different constant each (an arange's values, i + lane) ->
+        sum + STACK(constants); None when the sums differ in more than their constant."""
+        if not any(x.op is Ops.ADD for x in lanes):
+            return None
+        first = lanes[0]
+        terms, c0 = split_terms(first)
+        consts = [c0]
+        for x in lanes[1:]:
+            t, c = split_terms(x)
+            if t != terms or x.dtype is not first.dtype:
+                return None
+            consts.append(c)
+        if not terms:
+            return None
+        stack = UOp(Ops.STACK, tuple(UOp.const(first.dtype, c) for c in consts))
+        base = self.unify((build_sum(first, terms, 0),) * len(lanes))
+        out = UOp(Ops.ADD, (base, stack)) if base is not None else None
+        return out if out is not None and self.can_vector(stack) and self.can_vector(out) else None
 
     def _index(self, lanes: tuple[UOp, ...]) -> UOp | None:
         """k INDEXes of one buffer at i_0, i_0+1, ..., i_0+k-1 -> INDEX(buf, i_0 + STACK(0..k-1))."""

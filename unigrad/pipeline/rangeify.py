@@ -11,8 +11,10 @@ An assign, STORE(target, value), becomes a kernel writing into the target's buff
 value stays that view of the written buffer.
 
 Kernel split: outputs (unless a plain reshape of an input or an assigned view), LOADs (contiguous / copy to a
-device), REDUCEs whose result is broadcast back by an EXPAND (they would be recomputed per element otherwise), and
-big REDUCEs reduced again by another REDUCE (a nested reduction would be one loop nest that tiling cannot shape).
+device), REDUCEs whose result is broadcast back by an EXPAND (they would be recomputed per element otherwise), costly
+elementwise values broadcast by an EXPAND (many buffers or ops, or a transcendental: the same reason), elementwise
+values that read many buffers and feed two kernels or more (a residual stream), and big REDUCEs reduced again by
+another REDUCE (a nested reduction would be one loop nest that tiling cannot shape).
 Everything else fuses into the kernel that consumes it.
 """
 
@@ -33,11 +35,19 @@ from unigrad.pipeline.expand import identity_element
 TRUE = UOp.const(dtypes.bool, True)
 NESTED_MIN_OUT = 4096  # a nested REDUCE with this many outputs (or more) ...
 NESTED_MIN_SIZE = 8  # ... each a sum of this many values (or more) gets its own kernel
+# a value an EXPAND copies this many times or more is materialized when it is costly to recompute: it reads
+# RECOMPUTE_LOADS buffers or more, or takes RECOMPUTE_OPS ALU ops or more, or a transcendental function
+MIN_RECOMPUTE_FACTOR = 8
+RECOMPUTE_LOADS = 3
+RECOMPUTE_OPS = 8
+TRANSCENDENTAL = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.POW, Ops.THREEFRY})
+SHARED_LOADS = 4  # an elementwise value two kernels read is materialized when it reads this many buffers
 
 
 @dataclass
 class RangeifyCtx:
     next_range: int = 0
+    pure: dict[UOp, bool] | None = None  # memo of _pure_of_index; None inside push_pure (no nesting)
 
     def new_range(self, bound: int | UOp, axis_type: AxisType = AxisType.LOOP) -> UOp:
         r = UOp.range(bound, self.next_range, axis_type)
@@ -81,6 +91,48 @@ def _index(x: UOp, idxs: tuple[UOp, ...] | list[UOp], valid: UOp) -> UOp:
 
 
 # ---------------------------------------------------------------- push rules: INDEX(op(x), idx) -> op'(INDEX(x, idx'))
+
+
+def _pure_of_index(u: UOp, memo: dict[UOp, bool]) -> bool:
+    """True when u's value is a function of its element index alone and it has a PAD: constants, views and ALU
+    ops, no buffer, Variable or reduction (arange's binary digits, masks made of aranges)."""
+    if (v := memo.get(u)) is not None:
+        return v
+    if u.op is Ops.CONST:
+        return False
+    if u.op in GroupOp.View:
+        src = u.src[0]
+        v = (src.op is Ops.CONST or _pure_of_index(src, memo)) or (u.op is Ops.PAD and _const_only(src, memo))
+    elif u.op in GroupOp.ALU:
+        v = all(s.op is Ops.CONST or _const_only(s, memo) or _pure_of_index(s, memo) for s in u.src)
+        v = v and any(_pure_of_index(s, memo) for s in u.src)
+    else:
+        v = False
+    memo[u] = v
+    return v
+
+
+def _const_only(u: UOp, memo: dict[UOp, bool]) -> bool:
+    """A constant seen through views with no PAD (a broadcast scalar): the same value at every index."""
+    while u.op in GroupOp.View and u.op is not Ops.PAD:
+        u = u.src[0]
+    return u.op is Ops.CONST
+
+
+def push_pure(ctx: RangeifyCtx, idx: UOp, x: UOp) -> UOp | None:
+    """An ALU op whose value depends on its index alone (arange: a sum of padded, tiled constants) is pushed and
+    simplified on placeholder indices first, then the real indices go in. Simplifying after the substitution
+    would split each binary digit of a compound index (a slice of an arange) into unrelated pieces; simplified
+    on its own, arange's digit sum is the index itself."""
+    if ctx.pure is None or (iv := _split(idx)) is None or not all(isinstance(s, int) for s in x.shape):
+        return None
+    if not _pure_of_index(x, ctx.pure):
+        return None
+    idxs, _ = iv  # no loads below: the validity gates nothing
+    holders = [UOp.index_const(0) if s == 1 else UOp.variable(f"__pure{k}", 0, s - 1) for k, s in enumerate(x.shape)]
+    inner = graph_rewrite(_index(x, holders, TRUE), pm_push_index, RangeifyCtx(pure=None), bottom_up=False)
+    out = graph_rewrite(inner, pm_symbolic)
+    return out.substitute({h: i for h, i in zip(holders, idxs) if h.op is not Ops.CONST})
 
 
 def push_alu(idx: UOp, x: UOp) -> UOp | None:
@@ -226,6 +278,7 @@ def push_load(idx: UOp, x: UOp) -> UOp | None:
 
 pm_push_index = PatternMatcher(
     [
+        (UPat(Ops.INDEX, src=(UPat(GroupOp.ALU, name="x"),), allow_any_len=True, name="idx"), push_pure),
         (UPat(Ops.INDEX, src=(UPat(GroupOp.ALU | {Ops.BITCAST}, name="x"),), allow_any_len=True, name="idx"), push_alu),
         (UPat(Ops.INDEX, src=(UPat(Ops.INDEX, name="x"),), allow_any_len=True, name="idx"), push_gather),
         (UPat(Ops.INDEX, src=(UPat(GroupOp.Marker, name="x"),), allow_any_len=True, name="idx"), push_passthrough),
@@ -343,7 +396,7 @@ def build_kernel(
     if out_buffer is not None:
         mapping[out_buffer] = out
     local = value.substitute(mapping) if mapping else value
-    ctx = RangeifyCtx()
+    ctx = RangeifyCtx(pure={})
     idxs = [UOp.index_const(0) if s == 1 else ctx.new_range(s) for s in shape]
     if out_view is None or _strip_views(out_view) is out_buffer:  # a row-major view: the flat index
         where, gate = flatten_index(tuple(idxs), shape), TRUE
@@ -408,6 +461,13 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
         expanded_above[u] = ea
         if ea and u.op is Ops.REDUCE:
             realize.add(u)
+    # an expensive value broadcast by an EXPAND is materialized: fused, it would be recomputed for every copy (a
+    # LayerNorm under a Linear: once per output feature; softmax's probabilities under @ v: once per head dim)
+    for u in topo:
+        if u.op is Ops.EXPAND and _broadcast_factor(u) >= MIN_RECOMPUTE_FACTOR:
+            v = _strip_views(u.src[0])
+            if v.op in GroupOp.ALU and v not in realize and _costly(v, realize):
+                realize.add(v)
     # a big REDUCE whose value is summed again by another REDUCE of the same kernel is materialized: a nested
     # reduction is one loop nest that register tiling cannot shape (a convolution under a .sum() ran 30x slower)
     reduced_above: dict[UOp, bool] = {}
@@ -417,7 +477,51 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
         )
         if reduced_above[u] and u.op is Ops.REDUCE and _big_reduce(u):
             realize.add(u)
+    # an elementwise value read by two kernels or more is materialized when recomputing it reads SHARED_LOADS
+    # buffers or more: a residual stream x = x + f(x) would otherwise be re-added from every earlier layer's
+    # output in each kernel that reads it (quadratic in depth)
+    feeds: dict[UOp, tuple[UOp, ...]] = {}  # up to two kernels (their materialized roots) that read u
+    for u in reversed(topo):
+        ks: tuple[UOp, ...] = ()
+        for c in consumers[u]:
+            for k in (c,) if c in realize else feeds.get(c, ()):
+                if k not in ks and len(ks) < 2:
+                    ks = (*ks, k)
+        if u not in realize and len(ks) == 2 and u.op in GroupOp.ALU and _loads_of(u, realize) >= SHARED_LOADS:
+            realize.add(u)
+        feeds[u] = ks
     return realize
+
+
+def _broadcast_factor(e: UOp) -> int:
+    """How many copies of each element an EXPAND makes (0 for symbolic shapes, and for a scalar: it does not
+    depend on any loop, so the kernel computes it once, outside them)."""
+    out, src = prod(e.shape), prod(e.src[0].shape)
+    return out // src if isinstance(out, int) and isinstance(src, int) and src > 1 else 0
+
+
+def _inside(v: UOp, realize: set[UOp]) -> list[UOp]:
+    """v's graph within its kernel: up to (and with) the materialized values and buffers it reads."""
+    return v.toposort(gate=lambda x: x is v or (x not in realize and not _is_buffer_leaf(x)))
+
+
+def _loads_of(v: UOp, realize: set[UOp]) -> int:
+    """How many buffers (and materialized values) computing v reads."""
+    return sum(1 for u in _inside(v, realize) if u is not v and (u in realize or _is_buffer_leaf(u)))
+
+
+def _costly(v: UOp, realize: set[UOp]) -> bool:
+    """True when computing v (within its kernel) reads RECOMPUTE_LOADS buffers or more, takes RECOMPUTE_OPS ALU
+    ops or more, or a transcendental function."""
+    loads, ops = 0, 0
+    for u in _inside(v, realize):
+        if u is not v and (u in realize or _is_buffer_leaf(u)):
+            loads += 1
+        elif u.op in TRANSCENDENTAL:
+            return True
+        elif u.op in GroupOp.ALU and u.op is not Ops.CAST:
+            ops += 1
+    return loads >= RECOMPUTE_LOADS or ops >= RECOMPUTE_OPS
 
 
 def _is_view_assign(u: UOp) -> bool:
