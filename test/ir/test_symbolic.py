@@ -266,3 +266,59 @@ def test_small_int_folds_still_happen_without_overflow():
     assert simplify((s * 4 + 1) // 4) is s
     assert simplify((s * 4 + 3) % 4) is UOp.const(dtypes.int8, 3)
     assert simplify((s * 2) < 5).render() == "(s8<3)"
+
+
+# ---------------------------------------------------------------- digit sums (arange's binary digits)
+
+w = Variable("w", 0, 1000)
+q = Variable("q", 0, 63)
+
+
+def _digits(v: UOp, n: int, dt=dtypes.int64) -> UOp:
+    """sum over bits b < n of (v % 2b < b ? 0 : b), as int64: the form a tiled, padded arange digit takes."""
+    out, b = UOp.const(dt, 0), 1
+    while b < n:
+        out = out + ((v % c(2 * b)) < c(b)).ne(TRUE).where(UOp.const(dt, b), UOp.const(dt, 0))
+        b *= 2
+    return out
+
+
+@pytest.mark.parametrize("n", [2, 3, 10, 64, 1000, 1001])
+def test_digit_sum_is_the_index(n):
+    """An arange of n built from binary digits (each a staircase where) simplifies to a cast of the index itself."""
+    v = Variable("v", 0, n - 1)
+    out = simplify(_digits(v, n))
+    assert out.op is Ops.CAST and out.src[0] is v, out.render()
+    for val in {0, 1, n // 2, n - 1}:
+        assert evaluate(out, {"v": val}) == val == evaluate(_digits(v, n), {"v": val})
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        (w % c(12)) // c(4),  # a digit group's quotient: (w//4)%3
+        w % c(4) + ((w // c(4)) % c(3)) * c(4),  # digits summed back: w%12
+        (w % c(8)) * c(5) + ((w // c(8)) % c(2)) * c(40) + c(3),  # scaled digits: (w%16)*5+3
+        ((w % c(16)) < c(8)).where(UOp.const(dtypes.int64, 2), UOp.const(dtypes.int64, 9)),  # a staircase step
+        (w % c(8)).cast(dtypes.int64) + (w // c(8)).cast(dtypes.int64) * 3,  # index casts lifted
+        (z % c(8)) // c(2),  # negative values too (floor semantics)
+        z % c(2) + ((z // c(2)) % c(4)) * c(2),
+    ],
+    ids=lambda e: e.render(),
+)
+def test_digit_rules_agree_with_evaluation(expr):
+    out = simplify(expr)
+    for name, var in (("w", w), ("z", z)):
+        if var in expr.toposort():
+            for val in range(var.vmin, var.vmax + 1):
+                assert evaluate(out, {name: val}) == evaluate(expr, {name: val}), (val, out.render())
+
+
+def test_digit_rules_shapes():
+    assert simplify((w % c(12)) // c(4)).render() == "((w//4)%3)"
+    assert simplify(w % c(4) + ((w // c(4)) % c(3)) * c(4)).render() == "(w%12)"
+    step = simplify(((q % c(16)) < c(8)).where(UOp.const(dtypes.int64, 0), UOp.const(dtypes.int64, 8)))
+    assert step.op is Ops.CAST and not any(u.op is Ops.WHERE for u in step.toposort()), step.render()
+    # not a power of two, or a range wider than one step: the where stays
+    kept = ((w % c(16)) < c(6)).where(UOp.const(dtypes.int64, 0), UOp.const(dtypes.int64, 6))
+    assert simplify(kept).op is Ops.WHERE

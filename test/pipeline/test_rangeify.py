@@ -153,3 +153,67 @@ def test_callify_marks_input_free_subgraphs_closed_and_gives_one_body(a):
     body_params = {u.arg.slot for u in f2.src[0].toposort() if u.op is Ops.PARAM and u.arg.name is None}
     assert body_params == {0, 1}
     assert not any(u.op is Ops.BUFFER for u in f2.src[0].toposort())
+
+
+# ---------------------------------------------------------------- arange folding and recompute
+
+
+@pytest.mark.parametrize(
+    "make, ref",
+    [
+        (lambda: Tensor.arange(1000).reshape(10, 100)[3:5, ::7], np.arange(1000).reshape(10, 100)[3:5, ::7]),
+        (lambda: Tensor.arange(37).flip(0)[1:30:3], np.arange(37)[::-1][1:30:3]),
+        (lambda: Tensor.arange(5, 50, 3).reshape(3, 5).T, np.arange(5, 50, 3).reshape(3, 5).T),
+        (lambda: Tensor.arange(1), np.arange(1)),
+    ],
+)
+def test_arange_views_fold_to_index_math(make, ref):
+    """An arange (a sum of binary digits) seen through views is affine index math: no digit (MOD, WHERE) is left."""
+    (ast,) = _kernels(make())
+    assert not any(u.op in (Ops.MOD, Ops.IDIV, Ops.WHERE) for u in ast.toposort()), ast
+    np.testing.assert_array_equal(make().numpy(), ref)
+
+
+def test_causal_mask_from_aranges_is_one_compare():
+    i, j = Tensor.arange(6).reshape(6, 1), Tensor.arange(9).reshape(1, 9)
+    (ast,) = _kernels(j <= i + 2)
+    assert not any(u.op in (Ops.MOD, Ops.IDIV, Ops.WHERE) for u in ast.toposort())
+    np.testing.assert_array_equal((j <= i + 2).numpy(), np.arange(9)[None, :] <= np.arange(6)[:, None] + 2)
+
+
+def _reads(ast: UOp) -> int:
+    return len({u.src[0].src[0] for u in ast.toposort() if u.op is Ops.LOAD and u.src[0].src[0].op is Ops.PARAM})
+
+
+def test_costly_value_under_a_matmul_is_materialized():
+    """A LayerNorm under a Linear is computed once, in its own kernel, not once per output feature."""
+    rng = np.random.default_rng(0)
+    xn, wn = rng.standard_normal((4, 32)).astype(np.float32), rng.standard_normal((32, 48)).astype(np.float32)
+    x, w = Tensor(xn).realize(), Tensor(wn).realize()
+    out = x.layernorm() @ w
+    ks = _kernels(out)
+    matmul = ks[-1]
+    assert not any(u.op in (Ops.SQRT, Ops.RECIP) for u in matmul.toposort())  # the normalization is not in there
+    assert _reads(matmul) == 2
+    mu, var = xn.mean(-1, keepdims=True), xn.var(-1, keepdims=True)
+    np.testing.assert_allclose(out.numpy(), (xn - mu) / np.sqrt(var + 1e-5) @ wn, rtol=1e-4, atol=1e-4)
+
+
+def test_cheap_value_under_a_matmul_stays_fused(a):
+    ks = _kernels((a * 2).T @ a)  # one buffer, one op: recomputing beats a kernel and a buffer
+    assert len(ks) == 1
+
+
+def test_residual_stream_is_not_recomputed_from_every_layer():
+    """x = x + f(x) over 8 layers: each kernel reads a bounded number of buffers (before, the last layers re-added
+    every earlier layer's output), and the result matches numpy."""
+    rng = np.random.default_rng(1)
+    xn = rng.standard_normal((3, 16)).astype(np.float32)
+    x = Tensor(xn).realize()
+    ref = xn
+    for k in range(8):
+        x = x + (x - x.mean(-1, keepdim=True)) * 0.5
+        ref = ref + (ref - ref.mean(-1, keepdims=True)) * 0.5
+    ks = _kernels(x)
+    assert max(_reads(k) for k in ks) <= 4, [_reads(k) for k in ks]
+    np.testing.assert_allclose(x.numpy(), ref, rtol=1e-4, atol=1e-4)

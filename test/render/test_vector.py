@@ -185,3 +185,22 @@ def test_vector_kernel_equals_scalar_interpreter(name: str, fn: Callable, dtype:
     want, _ = run_upcast(fn, [x], "PYTHON")
     assert "_v16 " in src or "_v8 " in src, f"{name}: not vectorized\n{src}"
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [1 << 16, 16 * 12345, 1000003])
+def test_random_bits_and_aranges_vectorize(n: int) -> None:
+    """Values built from the index (an arange, rand's Threefry counters) are i + STACK(0..k-1) lanes: the kernel
+    is vector code (it was 16 scalar copies of the Threefry rounds), with the same bits as the unoptimized kernel.
+    A prime size takes no vector lanes (no split divides it) and must agree all the same."""
+    Tensor.manual_seed(3)
+    r = Tensor.rand(n).realize()
+    (src,) = sources()
+    assert ("uint32_v16 " in src) is (n % 16 == 0), src
+    got = r.numpy()
+    Tensor.manual_seed(3)
+    with Context(NOOPT=1):
+        want = Tensor.rand(n).numpy()
+    np.testing.assert_array_equal(got, want)
+    idx = (Tensor.arange(n) * 3).realize()
+    assert ("int64_v8 " in sources()[0]) is (n % 8 == 0), sources()[0]
+    np.testing.assert_array_equal(idx.numpy(), np.arange(n) * 3)
