@@ -100,11 +100,10 @@ def _pure_of_index(u: UOp, memo: dict[UOp, bool]) -> bool:
         return v
     if u.op is Ops.CONST:
         return False
-    if u.op in GroupOp.View:
-        src = u.src[0]
-        v = (src.op is Ops.CONST or _pure_of_index(src, memo)) or (u.op is Ops.PAD and _const_only(src, memo))
+    if u.op in GroupOp.View:  # a PAD of a constant varies with the index; other views pass purity through
+        v = _pure_of_index(u.src[0], memo) or (u.op is Ops.PAD and _const_only(u.src[0]))
     elif u.op in GroupOp.ALU:
-        v = all(s.op is Ops.CONST or _const_only(s, memo) or _pure_of_index(s, memo) for s in u.src)
+        v = all(_const_only(s) or _pure_of_index(s, memo) for s in u.src)
         v = v and any(_pure_of_index(s, memo) for s in u.src)
     else:
         v = False
@@ -112,7 +111,7 @@ def _pure_of_index(u: UOp, memo: dict[UOp, bool]) -> bool:
     return v
 
 
-def _const_only(u: UOp, memo: dict[UOp, bool]) -> bool:
+def _const_only(u: UOp) -> bool:
     """A constant seen through views with no PAD (a broadcast scalar): the same value at every index."""
     while u.op in GroupOp.View and u.op is not Ops.PAD:
         u = u.src[0]
@@ -505,9 +504,14 @@ def _inside(v: UOp, realize: set[UOp]) -> list[UOp]:
     return v.toposort(gate=lambda x: x is v or (x not in realize and not _is_buffer_leaf(x)))
 
 
+def _read_by(v: UOp, u: UOp, realize: set[UOp]) -> bool:
+    """True when u, in v's graph, is a buffer or materialized value that computing v reads."""
+    return u is not v and (u in realize or _is_buffer_leaf(u))
+
+
 def _loads_of(v: UOp, realize: set[UOp]) -> int:
     """How many buffers (and materialized values) computing v reads."""
-    return sum(1 for u in _inside(v, realize) if u is not v and (u in realize or _is_buffer_leaf(u)))
+    return sum(1 for u in _inside(v, realize) if _read_by(v, u, realize))
 
 
 def _costly(v: UOp, realize: set[UOp]) -> bool:
@@ -515,7 +519,7 @@ def _costly(v: UOp, realize: set[UOp]) -> bool:
     ops or more, or a transcendental function."""
     loads, ops = 0, 0
     for u in _inside(v, realize):
-        if u is not v and (u in realize or _is_buffer_leaf(u)):
+        if _read_by(v, u, realize):
             loads += 1
         elif u.op in TRANSCENDENTAL:
             return True
