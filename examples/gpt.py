@@ -10,7 +10,8 @@ step writes its new keys/values into the rows at its positions with `assign` (th
 where(written row, new, old): assign targets a buffer, not a slice). Attention then reads all max_len rows with a
 mask hiding the rows not written yet. The current position, the step's token and the step's random number enter
 as small tensors, never as Python constants, so every decode step builds the same graph and reuses the same
-compiled kernels.
+compiled kernels. That also makes the decode step a fixed sequence of kernels over fixed buffers, which TinyJit
+captures once and then replays without building or scheduling any graph (`generate(..., jit=False)` runs it eagerly).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from unigrad import Tensor, dtypes, nn
+from unigrad import Tensor, TinyJit, dtypes, nn
 from unigrad.nn.state import get_parameters
 
 
@@ -62,10 +63,19 @@ class CausalSelfAttention:
         self.c_proj = _linear(d, d, cfg.init_std / math.sqrt(2 * cfg.n_layer))  # GPT-2's scaled residual init
         self._cache_k: Tensor | None = None  # (B, H, max_len, hd); private names stay out of the state dict
         self._cache_v: Tensor | None = None
+        self._caches: dict[tuple[int, ...], tuple[Tensor, Tensor]] = {}  # (k, v) by shape
 
     def reset_cache(self, batch: int, max_len: int, head_dim: int) -> None:
-        self._cache_k = _zeros(batch, self.n_head, max_len, head_dim)
-        self._cache_v = _zeros(batch, self.n_head, max_len, head_dim)
+        """Zeroed caches of this shape. Each shape keeps its buffers (zeroed in place when used again): a captured
+        decode step (TinyJit) reads and writes the buffers it was captured with."""
+        shape = (batch, self.n_head, max_len, head_dim)
+        if shape in self._caches:
+            self._cache_k, self._cache_v = self._caches[shape]
+            self._cache_k.assign(Tensor.zeros(*shape))
+            self._cache_v.assign(Tensor.zeros(*shape))
+            Tensor.realize(self._cache_k, self._cache_v)
+        else:
+            self._cache_k, self._cache_v = self._caches[shape] = (_zeros(*shape), _zeros(*shape))
 
     def __call__(self, x: Tensor, start_pos: Tensor | None = None) -> Tensor:
         """x (B, T, C) -> (B, T, C). Without start_pos: plain causal attention over x. With start_pos (an int32
@@ -134,6 +144,7 @@ class GPT:
         self.lm_head = None if cfg.tie_weights else _linear(cfg.n_embd, cfg.vocab_size, cfg.init_std, bias=False)
         params = get_parameters(self)
         params[0].realize(*params[1:])  # draw every weight now, in one schedule
+        self._decoders: dict[tuple, TinyJit] = {}  # captured decode steps by (batch, max_len, temperature, top_k)
 
     def reset_cache(self, batch: int, max_len: int | None = None) -> None:
         """Fresh (zeroed) KV caches for `batch` sequences of up to max_len (default block_size) positions."""
@@ -178,6 +189,21 @@ def sample(logits: Tensor, u: Tensor, temperature: float = 1.0, top_k: int | Non
     return (cdf < 1 - u).sum(-1).cast(dtypes.int32)
 
 
+def decoder(model: GPT, batch: int, max_len: int, temperature: float, top_k: int | None) -> TinyJit:
+    """The single-token decode step (tokens (B, 1) int32, start_pos int32 scalar, u (B, 1)) -> next tokens (B,),
+    under TinyJit: its first two calls run it (the second records its kernels), later calls replay them. One per
+    cache shape and sampling setting, kept on the model: the replayed kernels read the caches that reset_cache
+    keeps for that shape."""
+    key = (batch, max_len, temperature, top_k)
+    if key not in model._decoders:
+
+        def step(tokens: Tensor, start_pos: Tensor, u: Tensor) -> Tensor:
+            return sample(model(tokens, start_pos)[:, -1, :], u, temperature, top_k).realize()
+
+        model._decoders[key] = TinyJit(step)
+    return model._decoders[key]
+
+
 @dataclass
 class GenerationStats:
     prefill_s: float
@@ -197,9 +223,11 @@ def generate(
     top_k: int | None = None,
     seed: int = 0,
     max_len: int | None = None,
+    jit: bool = True,
 ) -> tuple[list[list[int]], GenerationStats]:
     """Continue each prompt (all of one length) by max_new_tokens sampled tokens. The prompt runs through the
-    model in one cached forward (prefill), then one cached forward per new token. Same seed, same tokens."""
+    model in one cached forward (prefill), then one cached forward per new token (replayed by TinyJit unless
+    jit=False: the same kernels on the same values, so the same tokens). Same seed, same tokens."""
     batch, n = len(prompt), len(prompt[0])
     if n == 0 or any(len(p) != n for p in prompt):
         raise ValueError("generate: prompts must be non-empty and of one length")
@@ -214,9 +242,13 @@ def generate(
     pos = 0
     t0 = time.perf_counter()
     prefill_s = 0.0
+    step = decoder(model, batch, max_len, temperature, top_k) if jit else None
     for i in range(max_new_tokens):
-        logits = model(Tensor(tokens), start_pos=Tensor(np.array(pos, dtype=np.int32)))[:, -1, :]
-        nxt = sample(logits, Tensor(uniforms[i]), temperature, top_k).numpy()
+        args = (Tensor(tokens), Tensor(np.array(pos, dtype=np.int32)), Tensor(uniforms[i]))
+        if i > 0 and step is not None:
+            nxt = step(*args).numpy()
+        else:  # the prefill (its own shape), or every step eagerly
+            nxt = sample(model(args[0], start_pos=args[1])[:, -1, :], args[2], temperature, top_k).numpy()
         pos += tokens.shape[1]
         tokens = nxt.reshape(batch, 1)
         for seq, tok in zip(out, nxt.tolist()):

@@ -173,3 +173,14 @@ def test_sample_inverse_cdf_and_top_k():
         want = np.array([np.searchsorted(c / c[-1], 1 - v[0]) for c, v in zip(cdf, u)])
         # a u landing within rounding of a cdf step may go either way; no such u among these
         np.testing.assert_array_equal(got, want)
+
+
+def test_jitted_decode_matches_eager_across_calls(model):
+    """The TinyJit decode step gives the eager step's tokens, also on later calls with other prompts (the replayed
+    kernels must read this generation's cache, which reset_cache zeroes in place) and another batch size."""
+    for batch, seed in ((2, 20), (2, 21), (1, 22), (2, 23)):
+        prompt = _prompt(batch, 3 + seed % 3, seed=seed).tolist()
+        jitted, _ = gpt.generate(model, prompt, 6, temperature=1.0, top_k=5, seed=seed)
+        eager, _ = gpt.generate(model, prompt, 6, temperature=1.0, top_k=5, seed=seed, jit=False)
+        assert jitted == eager
+    assert any(d.plan is not None for d in model._decoders.values())  # some calls were replays
