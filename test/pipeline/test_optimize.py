@@ -363,14 +363,32 @@ def test_heuristics_transpose_vectorizes_along_the_loads() -> None:
     np.testing.assert_array_equal(run(ast, bufs, None, "CPU"), an.transpose(0, 2, 3, 1).reshape(-1))
 
 
-def test_noopt_and_small_kernels_stay_plain() -> None:
-    out, _ = elementwise("CPU")
-    ast, _ = kernel_of(out, "CPU")
-    assert hand_coded_opts(ast, 2) == []  # too small to pay for a dispatch
+def test_noopt_keeps_the_plain_kernel() -> None:
     (a, _), (b, _) = realized(128, 64, device="CPU"), realized(64, 96, device="CPU")
     ast, _ = kernel_of(a @ b, "CPU")
     with Context(NOOPT=1):
         assert optimize(ast, 2) is ast
+
+
+def test_small_kernels_get_vectors_and_tiles_but_no_threads() -> None:
+    """Vector lanes and register tiles pay at any size; a THREAD axis only from MIN_THREAD_WORK iterations (a
+    dispatch to the pool costs more than a small kernel). A 4 x 128 x 32 elementwise kernel and a 4 x 128 by 32
+    matmul (a decode step's attention scores) were plain scalar loops."""
+    (a, an), (b, bn) = realized(4, 128, 32, device="CPU"), realized(4, 128, 32, device="CPU")
+    ast, bufs = kernel_of((a * b + a).relu(), "CPU")
+    opts = hand_coded_opts(ast, 2)
+    assert [(o.arg[0], o.arg[1]) for o in opts] == [(16, U)]
+    np.testing.assert_allclose(run(ast, bufs, None, "CPU"), np.maximum(an * bn + an, 0).reshape(-1))
+    (q, qn), (k, kn) = realized(4, 1, 32, device="CPU"), realized(4, 128, 32, device="CPU")
+    ast, bufs = kernel_of(q @ k.transpose(1, 2), "CPU")
+    kinds = [o.arg[1] for o in hand_coded_opts(ast, 2)]
+    assert U in kinds and T not in kinds
+    np.testing.assert_allclose(
+        run(ast, bufs, None, "CPU"), (qn @ kn.transpose(0, 2, 1)).reshape(-1), rtol=1e-5, atol=1e-5
+    )
+    out, _ = elementwise("CPU")  # 12 x 16: one vector per row is already the whole row
+    ast, _ = kernel_of(out, "CPU")
+    assert hand_coded_opts(ast, 2) == []
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -199,6 +199,20 @@ def test_costly_value_under_a_matmul_is_materialized():
     np.testing.assert_allclose(out.numpy(), (xn - mu) / np.sqrt(var + 1e-5) @ wn, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("n", [1, 9, 512])
+def test_costly_value_under_overlapping_windows_is_materialized(n):
+    """softmax(x).cumsum(-1): the cumsum's windows are an EXPAND of the padded probabilities, so fused, each
+    probability (an exp and a division) was recomputed once per window that holds it. It gets its own kernel."""
+    xn = np.random.default_rng(2).standard_normal((3, n)).astype(np.float32)
+    x = Tensor(xn).realize()
+    out = x.softmax(-1).cumsum(-1)
+    if n >= 9:  # windows of 3 or more positions: recomputing would copy each value MIN_RECOMPUTE_FACTOR times
+        divides = [[u.op for u in k.toposort()] for k in _kernels(out) if any(u.op is Ops.RECIP for u in k.toposort())]
+        assert len(divides) == 1 and Ops.REDUCE not in divides[0]  # the probabilities: once, in their own kernel
+    p = np.exp(xn - xn.max(-1, keepdims=True))
+    np.testing.assert_allclose(out.numpy(), np.cumsum(p / p.sum(-1, keepdims=True), -1), rtol=1e-5, atol=1e-6)
+
+
 def test_cheap_value_under_a_matmul_stays_fused(a):
     ks = _kernels((a * 2).T @ a)  # one buffer, one op: recomputing beats a kernel and a buffer
     assert len(ks) == 1

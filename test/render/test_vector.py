@@ -204,3 +204,16 @@ def test_random_bits_and_aranges_vectorize(n: int) -> None:
     idx = (Tensor.arange(n) * 3).realize()
     assert ("int64_v8 " in sources()[0]) is (n % 8 == 0), sources()[0]
     np.testing.assert_array_equal(idx.numpy(), np.arange(n) * 3)
+
+
+@pytest.mark.parametrize("rows", [3, 1100])
+def test_scalar_bool_loaded_beside_vector_lanes(rows: int) -> None:
+    """A bool loaded once per row (scalar) used in ops whose other sources are vectors along the row: as a where's
+    condition and in a logical and. The renderer took every scalar bool source of a vector op for a constant."""
+    rng = np.random.default_rng(5)
+    mn = rng.random((rows, 1)) < 0.5
+    xn, yn = rng.standard_normal((2, rows, 64)).astype(np.float32)
+    m, x, y = Tensor(mn), Tensor(xn), Tensor(yn)
+    np.testing.assert_array_equal(m.where(x, y).numpy(), np.where(mn, xn, yn))
+    np.testing.assert_array_equal((m & (x > 0)).numpy(), mn & (xn > 0))
+    np.testing.assert_array_equal((m & (x > 0)).where(x, 0.0).numpy(), np.where(mn & (xn > 0), xn, 0))

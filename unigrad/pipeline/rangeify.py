@@ -461,10 +461,11 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
         if ea and u.op is Ops.REDUCE:
             realize.add(u)
     # an expensive value broadcast by an EXPAND is materialized: fused, it would be recomputed for every copy (a
-    # LayerNorm under a Linear: once per output feature; softmax's probabilities under @ v: once per head dim)
+    # LayerNorm under a Linear: once per output feature; softmax's probabilities under @ v: once per head dim;
+    # through other views too: a cumsum's or a pool's overlapping windows are an EXPAND of a padded value)
     for u in topo:
         if u.op is Ops.EXPAND and _broadcast_factor(u) >= MIN_RECOMPUTE_FACTOR:
-            v = _strip_views(u.src[0])
+            v = view_base(u.src[0])
             if v.op in GroupOp.ALU and v not in realize and _costly(v, realize):
                 realize.add(v)
     # a big REDUCE whose value is summed again by another REDUCE of the same kernel is materialized: a nested

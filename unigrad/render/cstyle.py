@@ -184,10 +184,17 @@ class CStyleLanguage:
             return f"(({self.vtype(like)}){{}}-(int)({r[u]}))" if like.dtype.is_bool else r[u]
         return f"(({self.vtype(like)}){{{', '.join([r[u]] * like.shape[0])}}})"
 
+    @staticmethod
+    def scalar_mask(s: UOp, r: dict[UOp, str]) -> str:
+        """A scalar bool beside vector masks: all ones (-1) or all zeros, which C broadcasts to every lane."""
+        if s.op is Ops.CONST:
+            return "-1" if s.arg.value else "0"
+        return f"(-(int)({r[s]}))"
+
     def valu(self, u: UOp, r: dict[UOp, str]) -> str:
         """One (k,)-shaped ALU op (sources may be scalars: C broadcasts them in binary ops)."""
         op, dt, T = u.op, u.dtype, self.vtype(u)
-        a = [r[s] if _vec(s) or not s.dtype.is_bool else ("-1" if s.arg.value else "0") for s in u.src]
+        a = [r[s] if _vec(s) or not s.dtype.is_bool else self.scalar_mask(s, r) for s in u.src]
         binops = {Ops.ADD: "+", Ops.MUL: "*", Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>"}
         binops |= {Ops.IDIV: "/", Ops.MOD: "%"}
         if op in binops:

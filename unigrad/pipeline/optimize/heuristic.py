@@ -170,7 +170,7 @@ def hand_coded_opts(sink: UOp, threads: int) -> list[Opt]:
         whole.append(sizes[i] == 1)  # a part of size 1 is no axis: later axis indices shift
 
     matmul_like = bool(reduces) and len(outputs) >= 2
-    if matmul_like and work >= MIN_THREAD_WORK:
+    if matmul_like:  # register tiles pay at any size (threads do not)
         tile = _register_tile(sink, outputs, reduces[-1], lambda r: sizes[rs.index(r)])
         for r, amount, kind in tile:
             split(r, amount, kind)
@@ -179,7 +179,7 @@ def hand_coded_opts(sink: UOp, threads: int) -> list[Opt]:
         r = reduces[-1]
         if sizes[rs.index(r)] % SPLIT_ACC == 0 and sizes[rs.index(r)] >= 4 * SPLIT_ACC:
             split(r, SPLIT_ACC, AxisType.UNROLL)
-    elif outputs and work >= MIN_THREAD_WORK and len(sink.toposort()) <= MAX_VECTOR_BODY:
+    elif outputs and len(sink.toposort()) <= MAX_VECTOR_BODY:  # vector lanes pay at any size (threads do not)
         r = outputs[-1]
         lanes = _vector_lanes(sink, r)
         if lanes > 1 and (other := _transpose_axis(sink, outputs)) is not None:
