@@ -213,6 +213,18 @@ def test_costly_value_under_overlapping_windows_is_materialized(n):
     np.testing.assert_allclose(out.numpy(), np.cumsum(p / p.sum(-1, keepdims=True), -1), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("n", [5, 300])
+def test_arange_under_a_broadcast_stays_index_math(n):
+    """A strictly-lower-triangular mask of two aranges, broadcast n-fold, is one kernel: an arange reads no buffer,
+    so however many ops build it, it folds to the loop index (it was materialized as a costly value)."""
+    xn = np.random.default_rng(3).standard_normal((n,)).astype(np.float32)
+    x = Tensor(xn).realize()
+    earlier = Tensor.arange(n).reshape(1, n) < Tensor.arange(n).reshape(n, 1)
+    out = (x.reshape(1, n) * earlier).sum(1)
+    assert len(_kernels(out)) == 1
+    np.testing.assert_allclose(out.numpy(), np.tril(np.broadcast_to(xn, (n, n)), -1).sum(1), rtol=1e-5, atol=1e-5)
+
+
 def test_cheap_value_under_a_matmul_stays_fused(a):
     ks = _kernels((a * 2).T @ a)  # one buffer, one op: recomputing beats a kernel and a buffer
     assert len(ks) == 1

@@ -217,3 +217,26 @@ def test_scalar_bool_loaded_beside_vector_lanes(rows: int) -> None:
     np.testing.assert_array_equal(m.where(x, y).numpy(), np.where(mn, xn, yn))
     np.testing.assert_array_equal((m & (x > 0)).numpy(), mn & (xn > 0))
     np.testing.assert_array_equal((m & (x > 0)).where(x, 0.0).numpy(), np.where(mn & (xn > 0), xn, 0))
+
+
+@pytest.mark.parametrize("n", [16, 4096, 4099])
+def test_masks_of_different_widths_combine_in_vectors(n: int) -> None:
+    """A float32 compare (a mask of 4-byte lanes) and an int64 compare (8-byte lanes) combined by and/or, and a
+    where over float32 on the 8-byte mask: the narrower mask is widened (or the wider narrowed), so the kernel stays
+    vector code; it was scalar copies of every lane. The stable sort's rank (float and index compares) is one."""
+    x = floats(n)
+    ux, idx = Tensor(x), Tensor.arange(n, dtype=dtypes.int64)
+    first = idx < n // 3
+    out = ((ux > 0) & first) | ux.isnan()
+    np.testing.assert_array_equal(out.numpy(), ((x > 0) & (np.arange(n) < n // 3)) | np.isnan(x))
+    picked = first.where(ux, -ux)
+    np.testing.assert_array_equal(picked.numpy(), np.where(np.arange(n) < n // 3, x, -x))
+    (src,) = sources()
+    if n % 16 == 0 and n > 16:
+        assert "float32_v16 " in src and "__builtin_convertvector(" in src, src
+    if n == 4096:  # the rank of a stable sort compares floats and indices
+        y = np.nan_to_num(floats(257))
+        values, indices = Tensor(y).sort(descending=True)
+        order = np.argsort(-y, kind="stable")
+        np.testing.assert_array_equal(indices.numpy(), order)
+        np.testing.assert_array_equal(values.numpy(), y[order])

@@ -1049,12 +1049,7 @@ class MovementMixin:
         along dim), then values and indices are one-hot selections by rank (O(n^2) again)."""
         x = self.reshape(1) if self.ndim == 0 else self
         d = _dim("sort", dim, x.ndim)
-        xm = x.movedim(d, -1)  # [..., n]
-        n = xm.shape[-1]
-        rank = _sort_rank(xm, descending)  # [..., n]
-        sel = rank.unsqueeze(-2) == _arange(n, x.device).reshape(n, 1)  # [..., r, i]
-        values = _select_sum(sel.where(xm.unsqueeze(-2), _zero(xm)), -1).movedim(-1, d)
-        indices = _select_sum(sel.where(_arange(n, x.device), 0), -1).movedim(-1, d)
+        values, indices = _first_by_rank(x, d, x.shape[d], descending)
         if self.ndim == 0:
             return values.reshape(()), indices.reshape(())
         return values, indices
@@ -1065,15 +1060,13 @@ class MovementMixin:
     def topk(
         self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, sorted_: bool | None = None
     ) -> tuple[Tensor, Tensor]:
-        """The k largest (smallest) elements along dim and their indices, from a full stable sort (so always in
-        sorted order, which torch allows for sorted=False too; `sorted_` is tinygrad's spelling)."""
+        """The k largest (smallest) elements along dim and their indices, as the first k of a stable sort (so always
+        in sorted order, which torch allows for sorted=False too; `sorted_` is tinygrad's spelling)."""
         x = self.reshape(1) if self.ndim == 0 else self
         d = _dim("topk", dim, x.ndim)
         if not 0 <= k <= x.shape[d]:
             raise RuntimeError(f"topk: selected index k={k} out of range for dim {d} of size {x.shape[d]}")
-        values, indices = x.sort(d, descending=largest)
-        cut = tuple((0, k) if i == d else None for i in range(x.ndim))
-        values, indices = values.shrink(cut), indices.shrink(cut)
+        values, indices = _first_by_rank(x, d, k, largest)  # only ranks 0..k-1 selected: O(n*k), not O(n^2)
         if self.ndim == 0:
             return values.reshape(()), indices.reshape(())
         return values, indices
@@ -1206,6 +1199,18 @@ def _nonzero_positions(flat: Tensor) -> Tensor:
     rank = _cumsum_last(flat.cast(dtypes.int64)) - 1  # [p]: how many Trues before p
     sel = flat.reshape(1, n) & (rank.reshape(1, n) == _arange(count, flat.device).reshape(count, 1))  # [j, p]
     return sel.where(_arange(n, flat.device).reshape(1, n), 0).sum(1)
+
+
+def _first_by_rank(x: Tensor, d: int, k: int, descending: bool) -> tuple[Tensor, Tensor]:
+    """(values, int64 indices) of the first k elements of x's stable sort along dim d: each element's rank, then a
+    one-hot selection of the element of each rank below k (k*n work, beside the rank's n*n)."""
+    xm = x.movedim(d, -1)  # [..., n]
+    rank = _sort_rank(xm, descending)  # [..., n]
+    n = xm.shape[-1]
+    sel = rank.unsqueeze(-2) == _arange(k, x.device).reshape(k, 1)  # [..., r, i]
+    values = _select_sum(sel.where(xm.unsqueeze(-2), _zero(xm)), -1).movedim(-1, d)
+    indices = _select_sum(sel.where(_arange(n, x.device), 0), -1).movedim(-1, d)
+    return values, indices
 
 
 def _sort_rank(x: Tensor, descending: bool) -> Tensor:

@@ -517,7 +517,8 @@ def _loads_of(v: UOp, realize: set[UOp]) -> int:
 
 def _costly(v: UOp, realize: set[UOp]) -> bool:
     """True when computing v (within its kernel) reads RECOMPUTE_LOADS buffers or more, takes RECOMPUTE_OPS ALU
-    ops or more, or a transcendental function."""
+    ops or more over at least one buffer, or a transcendental function. A value that reads no buffer is a function
+    of the index (an arange's digits, a mask of aranges): push_pure folds it to index math, cheap everywhere."""
     loads, ops = 0, 0
     for u in _inside(v, realize):
         if _read_by(v, u, realize):
@@ -526,7 +527,7 @@ def _costly(v: UOp, realize: set[UOp]) -> bool:
             return True
         elif u.op in GroupOp.ALU and u.op is not Ops.CAST:
             ops += 1
-    return loads >= RECOMPUTE_LOADS or ops >= RECOMPUTE_OPS
+    return loads >= RECOMPUTE_LOADS or (ops >= RECOMPUTE_OPS and loads > 0)
 
 
 def _is_view_assign(u: UOp) -> bool:

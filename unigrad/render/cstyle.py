@@ -64,10 +64,9 @@ def _mask_bytes(u: UOp) -> int:
     """The int width a bool vector is held in: the itemsize of the values compared (0: not a known mask)."""
     if u.op in (Ops.CMPLT, Ops.CMPNE) and not u.src[0].dtype.is_bool:
         return u.src[0].dtype.itemsize
-    if u.op in (Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR):
+    if u.op in (Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR):  # of masks: the widest (valu widens the others)
         widths = {_mask_bytes(s) for s in u.src if _vec(s)}
-        scalars_ok = all(_vec(s) or s.op is Ops.CONST for s in u.src)
-        return widths.pop() if len(widths) == 1 and scalars_ok else 0
+        return max(widths) if widths and 0 not in widths else 0
     return 0
 
 
@@ -95,7 +94,7 @@ def _bool_ok(u: UOp) -> bool:
 
 def _where_ok(u: UOp) -> bool:
     c = u.src[0]
-    return _num(u) and (not _vec(c) or _mask_bytes(c) == u.dtype.itemsize)
+    return _num(u) and (not _vec(c) or _mask_bytes(c) > 0)
 
 
 def _divmod_ok(u: UOp) -> bool:
@@ -195,6 +194,8 @@ class CStyleLanguage:
         """One (k,)-shaped ALU op (sources may be scalars: C broadcasts them in binary ops)."""
         op, dt, T = u.op, u.dtype, self.vtype(u)
         a = [r[s] if _vec(s) or not s.dtype.is_bool else self.scalar_mask(s, r) for s in u.src]
+        if dt.is_bool and op in (Ops.CMPNE, Ops.AND, Ops.OR, Ops.XOR):  # masks of narrower values widened
+            a = [self.mask_as(s, a[i], _mask_bytes(u)) for i, s in enumerate(u.src)]
         binops = {Ops.ADD: "+", Ops.MUL: "*", Ops.AND: "&", Ops.OR: "|", Ops.XOR: "^", Ops.SHL: "<<", Ops.SHR: ">>"}
         binops |= {Ops.IDIV: "/", Ops.MOD: "%"}
         if op in binops:
@@ -216,8 +217,17 @@ class CStyleLanguage:
             return self.select(T, mask, x, y, dt)
         if op is Ops.WHERE:
             x, y = self.bcast(u.src[1], u, r), self.bcast(u.src[2], u, r)
-            return self.select(T, a[0], x, y, dt) if _vec(u.src[0]) else f"({a[0]}?{x}:{y})"
+            if not _vec(u.src[0]):
+                return f"({a[0]}?{x}:{y})"
+            return self.select(T, self.mask_as(u.src[0], a[0], dt.itemsize), x, y, dt)
         raise NotImplementedError(f"C renderer: no vector rule for {op} on {dt}")
+
+    @staticmethod
+    def mask_as(s: UOp, rendered: str, width: int) -> str:
+        """A vector mask s as a mask of `width`-byte lanes (all ones stays all ones); scalars as they are."""
+        if not _vec(s) or not s.dtype.is_bool or _mask_bytes(s) == width:
+            return rendered
+        return f"__builtin_convertvector({rendered}, {_INT_OF_SIZE[width].name}_v{s.shape[0]})"
 
     def select(self, T: str, mask: str, x: str, y: str, dt: DType) -> str:
         """mask ? x : y lane-wise, as bits: (x & m) | (y & ~m) (C has no vector ?:)."""
