@@ -16,8 +16,10 @@ def rand(*shape: int) -> np.ndarray:
     return RNG.standard_normal(shape).astype(np.float32)
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (3, 8), (17, 5)])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 8), (17, 5), (512, 160)])
 def test_replay_matches_numpy(shape):
+    """New input buffers every call: a replay's prepared kernel calls take them in place of the captured ones (at
+    (512, 160) the matmul runs on the thread pool, whose argument array is refilled)."""
     w = rand(shape[1], 4)
     wt = Tensor(w)
 
@@ -30,6 +32,8 @@ def test_replay_matches_numpy(shape):
         out = f(Tensor(x), Tensor(y))
         np.testing.assert_allclose(out.numpy(), ((np.maximum(x @ w, 0) + y).sum(1)) * 2, rtol=1e-5, atol=1e-5)
         assert (f.plan is not None) == (i >= 1)
+    threaded = [prog.sig.threads for prog, _, holes in f.plan.steps if holes and hasattr(prog, "sig")]
+    assert any(threaded) == (shape[0] >= 512)
 
 
 def test_replay_builds_no_graph(monkeypatch):

@@ -107,17 +107,33 @@ class JitPlan:
     intermediate_bytes: int  # memory of the planned intermediates (after reuse)
     captured_bytes: int  # what they took during the capture (no reuse)
 
+    def __post_init__(self) -> None:
+        self.calls = [_bind(prog, bufs, holes) for prog, bufs, holes in self.steps]
+
     def run(self, inputs: list[Buffer], var_vals: dict[str, int]) -> None:
         vals = self.var_vals if not var_vals else {**self.var_vals, **var_vals}
-        for prog, bufs, holes in self.steps:
-            if holes:
-                bufs = list(bufs)
-                for pos, slot in holes:
-                    bufs[pos] = inputs[slot]
-            if prog is None:  # a copy between devices, through the host
-                bufs[0].copyin(bufs[1].numpy())  # type: ignore[union-attr]
-            else:
-                prog(bufs, vals)
+        for call in self.calls:
+            call(inputs, vals)
+
+
+def _bind(
+    prog: Callable[..., None] | None, bufs: list[Buffer | None], holes: list[tuple[int, int]]
+) -> Callable[[list[Buffer], dict[str, int]], None]:
+    """One replay step as call(inputs, var_vals): the program's own prepared call where it has one (the CPU's binds
+    the buffer addresses once), else the buffers completed from the inputs and the program called on them."""
+    if prog is not None and hasattr(prog, "prepare"):
+        return prog.prepare(bufs, holes)  # type: ignore[no-any-return]
+
+    def call(inputs: list[Buffer], var_vals: dict[str, int]) -> None:
+        full = list(bufs)
+        for pos, slot in holes:
+            full[pos] = inputs[slot]
+        if prog is None:  # a copy between devices, through the host
+            full[0].copyin(full[1].numpy())  # type: ignore[union-attr]
+        else:
+            prog(full, var_vals)
+
+    return call
 
 
 def plan(cap: Capture, inputs: list[Buffer], outputs: set[int]) -> JitPlan:

@@ -13,6 +13,7 @@ import pathlib
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -160,6 +161,38 @@ class CPUProgram:
             self.pool.pool_run(self.entry, self.ptrs_t(*ptrs), self.vals_t(*vals), self.sig.threads)
         else:
             self.fxn(*ptrs, *vals)
+
+    def prepare(self, bufs: list[Any], holes: list[tuple[int, int]]) -> Callable[[list[Any], dict[str, int]], None]:
+        """This kernel bound to `bufs` for replays (TinyJit): call(inputs, var_vals) runs it. The addresses of the
+        fixed buffers are read once, here; a hole (pos, slot) takes inputs[slot] at each call, in place of
+        bufs[pos] (None). About half the cost of __call__ per kernel."""
+        args = [0 if bufs[s] is None else bufs[s].handle[1] for s in self.slots]
+        fill = [(i, slot) for i, s in enumerate(self.slots) for pos, slot in holes if s == pos]
+        names = self.sig.variables
+        if self.sig.threads:
+            run, entry, threads = self.pool.pool_run, self.entry, self.sig.threads
+            ptrs, vals = self.ptrs_t(*args), self.vals_t()
+
+            def threaded(inputs: list[Any], var_vals: dict[str, int]) -> None:
+                for i, slot in fill:
+                    ptrs[i] = inputs[slot].handle[1]
+                for j, v in enumerate(names):
+                    vals[j] = var_vals[v]
+                run(entry, ptrs, vals, threads)
+
+            return threaded
+        fxn = self.fxn
+        if not fill and not names:
+            fixed = tuple(args)
+            return lambda inputs, var_vals: fxn(*fixed)
+
+        def call(inputs: list[Any], var_vals: dict[str, int]) -> None:
+            a = list(args)
+            for i, slot in fill:
+                a[i] = inputs[slot].handle[1]
+            fxn(*a, *[var_vals[v] for v in names])
+
+        return call
 
 
 class CPUDevice(Compiled):
