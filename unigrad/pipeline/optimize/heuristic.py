@@ -9,7 +9,8 @@ In: a kernel SINK from rangeify and the number of threads. Out: the list of Opts
     when the innermost output takes no vector (a weight gradient's kernel width), lanes on the reduce axis (split
     accumulators) beside a small output tile; the reduce loop kept whole; a B panel too big for the cache is
     cut into blocks whose loop runs outermost (`_panel_blocks`);
-  - other reductions: split accumulators (the innermost reduce axis unrolled into independent partial sums);
+  - other reductions: split accumulators (the innermost reduce axis unrolled into independent partial sums;
+    fewer when a gated load keeps the kernel scalar and its body is big);
   - elementwise kernels: the innermost output axis upcast by one vector's lanes where the store is contiguous
     in it (isel's vector selection makes the lanes one vector op; render/c.py renders vector types), or, for a
     transpose, the axis the loads are contiguous in (`_transpose_axis`).
@@ -33,6 +34,12 @@ MIN_THREAD_WORK = 1 << 16  # iterations (outputs x reduce size) below which one 
 # one chunk per core)
 CHUNK_WORK = 1 << 19
 SPLIT_ACC = 32  # independent accumulators of a reduction
+# ... fewer when a gated load (padding) keeps the kernel scalar (isel does not vectorize it; gcc's own vectorizer
+# does, for a small body): its C is one copy of the body per accumulator, held under SCALAR_BODY (a 40-op body
+# with sines over a padded row was 10k lines and 7 s of gcc). A transcendental counts TRANSCENDENTAL_OPS (its
+# decomposition)
+SCALAR_BODY = 2048
+TRANSCENDENTAL_OPS = 32
 # matmul register tile: amounts to try (largest first) for the outer and the inner (vector) axis; 8 x 16 measured
 # best of the tiles the scalar accumulators allow (bench/suite.py, matmul 1024 on this 2-core Zen 5)
 TILE_OUTER = (8, 4, 2)
@@ -151,6 +158,20 @@ def _panel_blocks(sink: UOp, tile: list[tuple[UOp, int, AxisType]], size_of: Cal
     return next((k for k in range(want, n) if n % k == 0), None)
 
 
+def _gated(sink: UOp) -> bool:
+    """The kernel has a gated load (a LOAD with an alternative value and a gate: padding)."""
+    return any(u.op is Ops.LOAD and len(u.src) == 3 for u in sink.toposort())
+
+
+def _scalar_copies(sink: UOp) -> int:
+    """Accumulators (a power of two up to SPLIT_ACC) whose scalar copies of the body stay under SCALAR_BODY."""
+    body = sum(TRANSCENDENTAL_OPS if u.op in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW) else 1 for u in sink.toposort())
+    acc = SPLIT_ACC
+    while acc > 1 and body * acc > SCALAR_BODY:
+        acc //= 2
+    return acc
+
+
 def hand_coded_opts(sink: UOp, threads: int) -> list[Opt]:
     rs = axes(sink)
     if any(bound(r) is None for r in rs):
@@ -177,8 +198,9 @@ def hand_coded_opts(sink: UOp, threads: int) -> list[Opt]:
         blocks = _panel_blocks(sink, tile, lambda r: sizes[rs.index(r)])
     elif reduces:
         r = reduces[-1]
-        if sizes[rs.index(r)] % SPLIT_ACC == 0 and sizes[rs.index(r)] >= 4 * SPLIT_ACC:
-            split(r, SPLIT_ACC, AxisType.UNROLL)
+        acc = SPLIT_ACC if not _gated(sink) else _scalar_copies(sink)
+        if acc > 1 and sizes[rs.index(r)] % acc == 0 and sizes[rs.index(r)] >= 4 * acc:
+            split(r, acc, AxisType.UNROLL)
     elif outputs and len(sink.toposort()) <= MAX_VECTOR_BODY:  # vector lanes pay at any size (threads do not)
         r = outputs[-1]
         lanes = _vector_lanes(sink, r)
