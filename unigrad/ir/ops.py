@@ -126,6 +126,8 @@ class GroupOp:
         {Ops.NEG, Ops.SUB, Ops.DIV, Ops.CMPGT, Ops.CMPGE, Ops.CMPLE, Ops.CMPEQ, Ops.NOT, Ops.EXP2, Ops.LOG2}
         | {Ops.SIN, Ops.SQRT, Ops.POW, Ops.MULACC, Ops.THREEFRY}
     )
+    # functions that decompose into many ALU ops (polynomials, rounds): costly to recompute, never folded
+    Transcendental = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.POW, Ops.THREEFRY})
     Marker = frozenset({Ops.CONTIGUOUS, Ops.CONTIGUOUSBACKWARD, Ops.DETACH})
     Codegen = frozenset(
         {Ops.BARRIER, Ops.INS, Ops.GETADDR, Ops.SPECIAL, Ops.IF, Ops.ENDIF, Ops.WMMA, Ops.CUSTOM, Ops.ATOMICADD}

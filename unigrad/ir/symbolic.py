@@ -23,7 +23,7 @@ INTS = frozenset(
 )
 INT_BOOL = INTS | {dtypes.bool}
 ADD, MUL, CONST, IDIV, MOD = Ops.ADD, Ops.MUL, Ops.CONST, Ops.IDIV, Ops.MOD
-FOLDABLE = GroupOp.ALU - {Ops.THREEFRY, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.POW}
+FOLDABLE = GroupOp.ALU - GroupOp.Transcendental
 
 
 def _c(like: UOp, v: Any) -> UOp:

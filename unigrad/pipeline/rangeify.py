@@ -40,7 +40,6 @@ NESTED_MIN_SIZE = 8  # ... each a sum of this many values (or more) gets its own
 MIN_RECOMPUTE_FACTOR = 8
 RECOMPUTE_LOADS = 3
 RECOMPUTE_OPS = 8
-TRANSCENDENTAL = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.POW, Ops.THREEFRY})
 SHARED_LOADS = 4  # an elementwise value two kernels read is materialized when it reads this many buffers
 
 
@@ -523,7 +522,7 @@ def _costly(v: UOp, realize: set[UOp]) -> bool:
     for u in _inside(v, realize):
         if _read_by(v, u, realize):
             loads += 1
-        elif u.op in TRANSCENDENTAL:
+        elif u.op in GroupOp.Transcendental:
             return True
         elif u.op in GroupOp.ALU and u.op is not Ops.CAST:
             ops += 1

@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable
 
 from unigrad.ir.args import AxisType
-from unigrad.ir.ops import Ops
+from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.symbolic import split_terms
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.expand import chain_tops, end_chain
@@ -165,7 +165,7 @@ def _gated(sink: UOp) -> bool:
 
 def _scalar_copies(sink: UOp) -> int:
     """Accumulators (a power of two up to SPLIT_ACC) whose scalar copies of the body stay under SCALAR_BODY."""
-    body = sum(TRANSCENDENTAL_OPS if u.op in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.POW) else 1 for u in sink.toposort())
+    body = sum(TRANSCENDENTAL_OPS if u.op in GroupOp.Transcendental else 1 for u in sink.toposort())
     acc = SPLIT_ACC
     while acc > 1 and body * acc > SCALAR_BODY:
         acc //= 2
