@@ -155,6 +155,34 @@ def test_callify_marks_input_free_subgraphs_closed_and_gives_one_body(a):
     assert not any(u.op is Ops.BUFFER for u in f2.src[0].toposort())
 
 
+def test_callify_recursive_and_iterative_walks_agree(a):
+    """callify recurses and falls back to an explicit stack on RecursionError: both walks give the same FUNCTION
+    (buffers numbered in the same order, a buffer read twice is one argument, bound Variables last)."""
+    from unigrad.pipeline.callify import _Walk
+
+    b = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4)).realize()
+    n = Variable("n", 1, 8).bind(3)
+    shared = (a * b).exp()
+    sink = UOp(Ops.SINK, ((shared + a - shared.sum(1, keepdim=True) * b).uop, (b.T @ a).uop, n))
+    fn = callify(sink)
+    walk = _Walk()
+    body = walk.rebuild_iterative(sink)
+    assert fn.src[0].src == body.src and list(fn.src[1:]) == [*walk.args, *walk.bound]
+    assert [x.arg.slot for x in fn.src[1:3]] == [a.uop.src[0].arg.slot, b.uop.src[0].arg.slot]
+
+
+def test_callify_graph_deeper_than_the_recursion_limit():
+    """A chain of 3000 ops (deeper than Python's default recursion limit) realizes through the iterative walk."""
+    x = Tensor(np.full(5, 0.5, np.float32)).realize()
+    y = x
+    for i in range(3000):
+        y = y * 1.0001 if i % 2 else y + 0.001
+    want = np.full(5, 0.5, np.float64)
+    for i in range(3000):
+        want = want * np.float32(1.0001) if i % 2 else want + np.float32(0.001)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-4)
+
+
 # ---------------------------------------------------------------- arange folding and recompute
 
 

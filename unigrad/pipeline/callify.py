@@ -23,53 +23,88 @@ def is_buffer_input(u: UOp) -> bool:
 def callify(sink: UOp) -> UOp:
     """SINK(tensor uops) -> FUNCTION(TUPLE(body...), inputs...) with inputs replaced by PARAM(k).
 
-    One depth-first walk (a hot path: every realize): a node is pushed, then a None marker over it when it is
-    expanded; popping the marker rebuilds the node from its sources' rebuilt nodes, all done by then. A node
-    with no input below it is marked `closed`, and later walks take it as it is (constants and shapes are
-    shared by many graphs)."""
-    memo: dict[UOp, UOp] = {}  # node -> its rebuilt node
-    expanded: set[UOp] = set()
-    args: list[UOp] = []
-    bound: list[UOp] = []
-    stack: list[UOp | None] = [sink]
-    push, pop = stack.append, stack.pop
-    while stack:
-        u = pop()
-        if u is None:
-            u = pop()
-            src = u.src  # type: ignore[union-attr]
-            new_src = tuple([memo[s] for s in src])
-            if new_src == src:  # nothing below is an input: later walks skip this node
-                memo[u] = u
-                u.closed = True  # type: ignore[union-attr]
-            else:
-                memo[u] = UOp(u.op, new_src, u.arg, u.tag)  # type: ignore[union-attr, index]
-            continue
-        if u in expanded or u in memo:
-            continue
-        if u.closed:
-            memo[u] = u
-            continue
+    One sources-first walk (a hot path: every realize) that rebuilds each node over its sources' rebuilt nodes.
+    A node with no input below it is marked `closed`, and later walks take it as it is (constants and shapes are
+    shared by many graphs). The walk recurses, about a third faster than an explicit stack; a graph too deep
+    for the interpreter's recursion limit takes the iterative walk instead."""
+    try:
+        walk = _Walk()
+        body = walk.rebuild(sink)
+    except RecursionError:
+        walk = _Walk()
+        body = walk.rebuild_iterative(sink)
+    except _InlineFirst:  # @function calls: substitute their bodies first
+        return callify(inline_functions(sink))
+    bound = sorted(walk.bound, key=lambda v: v.arg.name)
+    return UOp(Ops.FUNCTION, (UOp(Ops.TUPLE, body.src), *walk.args, *bound))
+
+
+class _InlineFirst(Exception):
+    """Raised by the walk at an @function call: callify inlines every call, then walks again."""
+
+
+class _Walk:
+    """One callify walk: node -> rebuilt node, the buffers found (in order: PARAM(k) stands for args[k]) and
+    the bound Variables."""
+
+    def __init__(self) -> None:
+        self.memo: dict[UOp, UOp] = {}
+        self.args: list[UOp] = []
+        self.bound: list[UOp] = []
+
+    def leaf(self, u: UOp) -> UOp | None:
+        """The rebuilt node for an input (a buffer, a bound Variable); None for any other node."""
         op = u.op
         if op is Ops.BUFFER or (op is Ops.AFTER and u.src[0].op is Ops.BUFFER):
             buf = u if op is Ops.BUFFER else u.src[0]
-            pa = ParamArg(len(args), buf.arg.dtype, buf.arg.device, AddrSpace.GLOBAL)
-            memo[u] = UOp(Ops.PARAM, (buf.src[0],), pa)
-            args.append(u)
-        elif op is Ops.PARAM and u.arg.name is not None and len(u.src) == 4:
-            memo[u] = u.replace(src=u.src[:3])  # bound Variable: the body sees it unbound, the runtime its value
-            bound.append(u)
-        elif op is Ops.GETTUPLE and is_traced_call(u):  # @function calls: substitute their bodies first
-            return callify(inline_functions(sink))
-        else:
-            expanded.add(u)
-            push(u)
-            push(None)
-            for s in reversed(u.src):
-                if s not in memo:
-                    push(s)
-    body = memo[sink]
-    return UOp(Ops.FUNCTION, (UOp(Ops.TUPLE, body.src), *args, *sorted(bound, key=lambda v: v.arg.name)))
+            pa = ParamArg(len(self.args), buf.arg.dtype, buf.arg.device, AddrSpace.GLOBAL)
+            self.args.append(u)
+            return UOp(Ops.PARAM, (buf.src[0],), pa)
+        if op is Ops.PARAM and u.arg.name is not None and len(u.src) == 4:
+            self.bound.append(u)
+            return u.replace(src=u.src[:3])  # bound Variable: the body sees it unbound, the runtime its value
+        if op is Ops.GETTUPLE and is_traced_call(u):
+            raise _InlineFirst
+        return None
+
+    def rebuild(self, u: UOp) -> UOp:
+        memo = self.memo
+        if (r := self.leaf(u)) is None:
+            src = u.src
+            new_src = tuple([s if s.closed else (memo[s] if s in memo else self.rebuild(s)) for s in src])
+            if new_src == src:  # nothing below is an input: later walks skip this node
+                u.closed = True
+                r = u
+            else:
+                r = UOp(u.op, new_src, u.arg, u.tag)
+        memo[u] = r
+        return r
+
+    def rebuild_iterative(self, root: UOp) -> UOp:
+        """rebuild() with an explicit stack: a node is pushed, then a None marker over it when it is expanded;
+        popping the marker rebuilds the node from its sources' rebuilt nodes, all done by then."""
+        memo = self.memo
+        stack: list[UOp | None] = [root]
+        while stack:
+            u = stack.pop()
+            if u is None:
+                u = stack.pop()
+                src = u.src  # type: ignore[union-attr]
+                new_src = tuple([s if s.closed else memo[s] for s in src])
+                if new_src == src:
+                    u.closed = True  # type: ignore[union-attr]
+                    memo[u] = u  # type: ignore[index]
+                else:
+                    memo[u] = UOp(u.op, new_src, u.arg, u.tag)  # type: ignore[union-attr, index]
+                continue
+            if u in memo or u.closed:
+                continue
+            if (r := self.leaf(u)) is not None:
+                memo[u] = r
+                continue
+            stack += (u, None)
+            stack.extend(s for s in reversed(u.src) if not s.closed and s not in memo)
+        return memo[root] if not root.closed else root
 
 
 def is_traced_call(u: UOp) -> bool:

@@ -94,20 +94,22 @@ def _index(x: UOp, idxs: tuple[UOp, ...] | list[UOp], valid: UOp) -> UOp:
 
 def _pure_of_index(u: UOp, memo: dict[UOp, bool]) -> bool:
     """True when u's value is a function of its element index alone and it has a PAD: constants, views and ALU
-    ops, no buffer, Variable or reduction (arange's binary digits, masks made of aranges)."""
+    ops, no buffer, Variable or reduction (arange's binary digits, masks made of aranges). One sources-first
+    walk over the views and ALU ops not in `memo` yet (iterative: a long elementwise chain is deep)."""
     if (v := memo.get(u)) is not None:
         return v
-    if u.op is Ops.CONST:
-        return False
-    if u.op in GroupOp.View:  # a PAD of a constant varies with the index; other views pass purity through
-        v = _pure_of_index(u.src[0], memo) or (u.op is Ops.PAD and _const_only(u.src[0]))
-    elif u.op in GroupOp.ALU:
-        v = all(_const_only(s) or _pure_of_index(s, memo) for s in u.src)
-        v = v and any(_pure_of_index(s, memo) for s in u.src)
-    else:
-        v = False
-    memo[u] = v
-    return v
+    walked = (Ops.CONST, *GroupOp.View, *GroupOp.ALU)
+    for n in u.toposort(gate=lambda x: x not in memo and x.op in walked):
+        if n in memo:
+            continue
+        if n.op in GroupOp.View:  # a PAD of a constant varies with the index; other views pass purity through
+            v = memo[n.src[0]] or (n.op is Ops.PAD and _const_only(n.src[0]))
+        elif n.op in GroupOp.ALU:
+            v = all(_const_only(s) or memo[s] for s in n.src) and any(memo[s] for s in n.src)
+        else:  # a constant, or no view or ALU op
+            v = False
+        memo[n] = v
+    return memo[u]
 
 
 def _const_only(u: UOp) -> bool:
