@@ -32,6 +32,25 @@ def test_softmax_log_softmax(rng, shape, axis):
     close(Tensor(x).log_softmax(axis), F.log_softmax(torch.tensor(x), axis))
 
 
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax", "logsumexp"])
+@pytest.mark.parametrize("shape", [(4, 6), (1, 1), (3, 1), (2, 9)])
+def test_softmax_family_backward_has_no_gradient_through_its_max(rng, fn, shape):
+    """The max that keeps exp() in range shifts every element alike, so its gradient cancels: the backward is
+    the softmax's alone (torch's), not a mask of the max's positions and a count of them (3 kernels more)."""
+    from unigrad.runtime import realize as rt
+
+    xn, gn = randn(rng, *shape) * 3, randn(rng, *shape[:-1], 1 if fn == "logsumexp" else shape[-1])
+    xn[..., 0] = xn.max(-1)  # a tie at the max in every row
+    x, xt = Tensor(xn, requires_grad=True), torch.tensor(xn, requires_grad=True)
+    y = x.logsumexp(-1, keepdim=True) if fn == "logsumexp" else getattr(x, fn)(-1)
+    yt = torch.logsumexp(xt, -1, keepdim=True) if fn == "logsumexp" else getattr(F, fn)(xt, -1)
+    (y * Tensor(gn)).sum().backward()
+    (yt * torch.tensor(gn)).sum().backward()
+    k0 = rt.stats.kernels
+    close(x.grad, xt.grad)
+    assert rt.stats.kernels - k0 <= (3 if fn == "logsumexp" else 4)
+
+
 def test_softmax_of_a_permuted_view(rng):
     x = randn(rng, 4, 6)
     close(Tensor(x).T.softmax(-1), F.softmax(torch.tensor(x).T, -1))

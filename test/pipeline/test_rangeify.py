@@ -227,6 +227,53 @@ def test_costly_value_under_a_matmul_is_materialized():
     np.testing.assert_allclose(out.numpy(), (xn - mu) / np.sqrt(var + 1e-5) @ wn, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("affine", [False, True])
+def test_layernorm_is_three_kernels(affine):
+    """mean, variance, output: the normalization factor rsqrt(var + eps) is computed in the variance's kernel (it
+    was a fourth kernel of its own: materialized as a costly value, with the variance materialized too)."""
+    from unigrad import nn
+
+    rng = np.random.default_rng(3)
+    an, bn = rng.standard_normal((5, 33)).astype(np.float32), rng.standard_normal((5, 33)).astype(np.float32)
+    a, b = Tensor(an).realize(), Tensor(bn).realize()
+    ln = nn.LayerNorm(33, elementwise_affine=affine)
+    x = a + b
+    out = ln(x) + x  # a residual block: x is read by the statistics and the output
+    assert len(_kernels(out)) == 3
+    xn = an + bn
+    mu, var = xn.mean(-1, keepdims=True), xn.var(-1, keepdims=True)
+    np.testing.assert_allclose(out.numpy(), (xn - mu) / np.sqrt(var + 1e-5) + xn, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(4, 8, 16, 3), (64, 64, 128, 10), (1, 5, 7, 2)])
+@pytest.mark.parametrize("loss_fn", ["max", "logsumexp"])
+def test_reduce_read_by_two_kernels_is_computed_once(shape, loss_fn):
+    """The gradient of a max over a Linear's output, realized as one graph: the logits (a matmul, a REDUCE) feed
+    the max's kernel and the gradient's. Recomputed in each, they rounded differently (each kernel has its own
+    opts), and the max's gradient, which compares the input with its max, found no element equal: 0 / 0 = NaN."""
+    b, i, h, o = shape
+    rng = np.random.default_rng(1)
+    xn = rng.random((b, i)).astype(np.float32)
+    w1n, w2n = (rng.standard_normal(s).astype(np.float32) * 0.1 for s in ((h, i), (o, h)))
+    w1, w2 = Tensor(w1n, requires_grad=True), Tensor(w2n, requires_grad=True)
+    bias = Tensor(np.zeros(o, np.float32), requires_grad=True)
+    logits = (Tensor(xn) @ w1.T).relu() @ w2.T + bias
+    if loss_fn == "max":
+        loss = logits.max(-1).mean()
+    else:  # logsumexp spelled out, with a gradient through the max (it cancels)
+        loss = ((logits - logits.max(-1, keepdim=True)).exp().sum(-1).log() + logits.max(-1)).mean()
+    loss.backward()
+    got = bias.grad.numpy()  # realized alone: nothing of the graph was materialized before
+    ln = np.maximum(xn @ w1n.T, 0) @ w2n.T
+    if loss_fn == "max":
+        want = np.zeros_like(ln)
+        want[np.arange(b), ln.argmax(1)] = 1
+    else:
+        want = np.exp(ln - ln.max(1, keepdims=True))
+        want /= want.sum(1, keepdims=True)
+    np.testing.assert_allclose(got, want.sum(0) / b, rtol=1e-4, atol=1e-6)
+
+
 @pytest.mark.parametrize("n", [1, 9, 512])
 def test_costly_value_under_overlapping_windows_is_materialized(n):
     """softmax(x).cumsum(-1): the cumsum's windows are an EXPAND of the padded probabilities, so fused, each

@@ -185,13 +185,13 @@ class NNMixin:
     def softmax(self: Tensor, axis: int = -1, dtype: object = None) -> Tensor:
         x = self if dtype is None else self.cast(dtype)
         x = x._float()
-        e = (x - x.max(axis, keepdim=True)).exp()
+        e = (x - x.max(axis, keepdim=True).detach()).exp()  # any shift gives the same result: no gradient through it
         return e / e.sum(axis, keepdim=True)
 
     def log_softmax(self: Tensor, axis: int = -1, dtype: object = None) -> Tensor:
         x = self if dtype is None else self.cast(dtype)
         x = x._float()
-        shifted = x - x.max(axis, keepdim=True)
+        shifted = x - x.max(axis, keepdim=True).detach()  # any shift gives the same result: no gradient through it
         return shifted - shifted.exp().sum(axis, keepdim=True).log()
 
     # ---------------------------------------------------------------- layers as functions

@@ -281,7 +281,7 @@ class ReduceMixin:
         x, dt = _compute(self)
         if any(self.shape[a] == 0 for a in axes):
             return _full(self, _out_shape(self, axes, keepdim), -math.inf, dt)
-        m = x.max(axes, keepdim=True)
+        m = x.max(axes, keepdim=True).detach()  # the shift's gradients cancel: d/dm (m + log sum exp(x - m)) = 0
         m = (m.abs().eq(math.inf)).where(0.0, m)
         out = (x - m).exp().sum(axes, keepdim=True).log() + m
         return (out if keepdim else out.reshape(_out_shape(self, axes, False))).cast(dt)

@@ -13,8 +13,10 @@ value stays that view of the written buffer.
 Kernel split: outputs (unless a plain reshape of an input or an assigned view), LOADs (contiguous / copy to a
 device), REDUCEs whose result is broadcast back by an EXPAND (they would be recomputed per element otherwise), costly
 elementwise values broadcast by an EXPAND (many buffers or ops, or a transcendental: the same reason), elementwise
-values that read many buffers and feed two kernels or more (a residual stream), and big REDUCEs reduced again by
-another REDUCE (a nested reduction would be one loop nest that tiling cannot shape).
+values that read many buffers and feed two kernels or more (a residual stream), REDUCEs that feed two kernels or
+more (recomputed, each kernel would round them its own way), and big REDUCEs reduced again by another REDUCE (a
+nested reduction would be one loop nest that tiling cannot shape). A costly value is decided before the REDUCEs
+under it: a LayerNorm's rsqrt(var + eps) is computed in the variance's kernel.
 Everything else fuses into the kernel that consumes it.
 """
 
@@ -449,6 +451,14 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
     for u in topo:
         if u.op is Ops.LOAD and not (u.arg.device is None and is_contiguous_view(u.src[0])):
             realize.add(u)
+    # an expensive value broadcast by an EXPAND is materialized: fused, it would be recomputed for every copy (a
+    # LayerNorm under a Linear: once per output feature; softmax's probabilities under @ v: once per head dim;
+    # through other views too: a cumsum's or a pool's overlapping windows are an EXPAND of a padded value)
+    for u in topo:
+        if u.op is Ops.EXPAND and _broadcast_factor(u) >= MIN_RECOMPUTE_FACTOR:
+            v = view_base(u.src[0])
+            if v.op in GroupOp.ALU and v not in realize and _costly(v, realize):
+                realize.add(v)
     # a REDUCE whose value is broadcast back (EXPAND above it before the next kernel boundary) is materialized
     expanded_above: dict[UOp, bool] = {}
     for u in reversed(topo):
@@ -461,14 +471,6 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
         expanded_above[u] = ea
         if ea and u.op is Ops.REDUCE:
             realize.add(u)
-    # an expensive value broadcast by an EXPAND is materialized: fused, it would be recomputed for every copy (a
-    # LayerNorm under a Linear: once per output feature; softmax's probabilities under @ v: once per head dim;
-    # through other views too: a cumsum's or a pool's overlapping windows are an EXPAND of a padded value)
-    for u in topo:
-        if u.op is Ops.EXPAND and _broadcast_factor(u) >= MIN_RECOMPUTE_FACTOR:
-            v = view_base(u.src[0])
-            if v.op in GroupOp.ALU and v not in realize and _costly(v, realize):
-                realize.add(v)
     # a big REDUCE whose value is summed again by another REDUCE of the same kernel is materialized: a nested
     # reduction is one loop nest that register tiling cannot shape (a convolution under a .sum() ran 30x slower)
     reduced_above: dict[UOp, bool] = {}
@@ -480,7 +482,9 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
             realize.add(u)
     # an elementwise value read by two kernels or more is materialized when recomputing it reads SHARED_LOADS
     # buffers or more: a residual stream x = x + f(x) would otherwise be re-added from every earlier layer's
-    # output in each kernel that reads it (quadratic in depth)
+    # output in each kernel that reads it (quadratic in depth). A REDUCE read by two kernels or more always is:
+    # each kernel's opts round it differently, and a max's gradient compares the input with the max it had
+    # (recomputed elsewhere, no element matched: 0 / 0)
     feeds: dict[UOp, tuple[UOp, ...]] = {}  # up to two kernels (their materialized roots) that read u
     for u in reversed(topo):
         ks: tuple[UOp, ...] = ()
@@ -488,7 +492,11 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
             for k in (c,) if c in realize else feeds.get(c, ()):
                 if k not in ks and len(ks) < 2:
                     ks = (*ks, k)
-        if u not in realize and len(ks) == 2 and u.op in GroupOp.ALU and _loads_of(u, realize) >= SHARED_LOADS:
+        if (
+            u not in realize
+            and len(ks) == 2
+            and (u.op is Ops.REDUCE or (u.op in GroupOp.ALU and _loads_of(u, realize) >= SHARED_LOADS))
+        ):
             realize.add(u)
         feeds[u] = ks
     return realize
@@ -518,13 +526,13 @@ def _loads_of(v: UOp, realize: set[UOp]) -> int:
 
 def _costly(v: UOp, realize: set[UOp]) -> bool:
     """True when computing v (within its kernel) reads RECOMPUTE_LOADS buffers or more, takes RECOMPUTE_OPS ALU
-    ops or more over at least one buffer, or a transcendental function. A value that reads no buffer is a function
+    ops or more over at least one buffer, a transcendental function, or a reduction not materialized yet. A value that reads no buffer is a function
     of the index (an arange's digits, a mask of aranges): push_pure folds it to index math, cheap everywhere."""
     loads, ops = 0, 0
     for u in _inside(v, realize):
         if _read_by(v, u, realize):
             loads += 1
-        elif u.op in GroupOp.Transcendental:
+        elif u.op in GroupOp.Transcendental or u.op is Ops.REDUCE:  # a reduction recomputed per copy: costly
             return True
         elif u.op in GroupOp.ALU and u.op is not Ops.CAST:
             ops += 1
