@@ -70,13 +70,7 @@ class _Walk:
     def rebuild(self, u: UOp) -> UOp:
         memo = self.memo
         if (r := self.leaf(u)) is None:
-            src = u.src
-            new_src = tuple([s if s.closed else (memo[s] if s in memo else self.rebuild(s)) for s in src])
-            if new_src == src:  # nothing below is an input: later walks skip this node
-                u.closed = True
-                r = u
-            else:
-                r = UOp(u.op, new_src, u.arg, u.tag)
+            r = _over(u, tuple([s if s.closed else (memo[s] if s in memo else self.rebuild(s)) for s in u.src]))
         memo[u] = r
         return r
 
@@ -88,14 +82,8 @@ class _Walk:
         while stack:
             u = stack.pop()
             if u is None:
-                u = stack.pop()
-                src = u.src  # type: ignore[union-attr]
-                new_src = tuple([s if s.closed else memo[s] for s in src])
-                if new_src == src:
-                    u.closed = True  # type: ignore[union-attr]
-                    memo[u] = u  # type: ignore[index]
-                else:
-                    memo[u] = UOp(u.op, new_src, u.arg, u.tag)  # type: ignore[union-attr, index]
+                node: UOp = stack.pop()  # type: ignore[assignment]
+                memo[node] = _over(node, tuple([s if s.closed else memo[s] for s in node.src]))
                 continue
             if u in memo or u.closed:
                 continue
@@ -105,6 +93,15 @@ class _Walk:
             stack += (u, None)
             stack.extend(s for s in reversed(u.src) if not s.closed and s not in memo)
         return memo[root] if not root.closed else root
+
+
+def _over(u: UOp, new_src: tuple[UOp, ...]) -> UOp:
+    """u rebuilt over its sources' rebuilt nodes; u itself, marked closed, when nothing below it is an input (later
+    walks then skip it)."""
+    if new_src == u.src:
+        u.closed = True
+        return u
+    return UOp(u.op, new_src, u.arg, u.tag)
 
 
 def is_traced_call(u: UOp) -> bool:

@@ -94,14 +94,16 @@ def _index(x: UOp, idxs: tuple[UOp, ...] | list[UOp], valid: UOp) -> UOp:
 # ---------------------------------------------------------------- push rules: INDEX(op(x), idx) -> op'(INDEX(x, idx'))
 
 
+_PURE_WALKED = frozenset({Ops.CONST, *GroupOp.View, *GroupOp.ALU})  # what _pure_of_index looks into
+
+
 def _pure_of_index(u: UOp, memo: dict[UOp, bool]) -> bool:
     """True when u's value is a function of its element index alone and it has a PAD: constants, views and ALU
     ops, no buffer, Variable or reduction (arange's binary digits, masks made of aranges). One sources-first
     walk over the views and ALU ops not in `memo` yet (iterative: a long elementwise chain is deep)."""
     if (v := memo.get(u)) is not None:
         return v
-    walked = (Ops.CONST, *GroupOp.View, *GroupOp.ALU)
-    for n in u.toposort(gate=lambda x: x not in memo and x.op in walked):
+    for n in u.toposort(gate=lambda x: x not in memo and x.op in _PURE_WALKED):
         if n in memo:
             continue
         if n.op in GroupOp.View:  # a PAD of a constant varies with the index; other views pass purity through
@@ -526,8 +528,9 @@ def _loads_of(v: UOp, realize: set[UOp]) -> int:
 
 def _costly(v: UOp, realize: set[UOp]) -> bool:
     """True when computing v (within its kernel) reads RECOMPUTE_LOADS buffers or more, takes RECOMPUTE_OPS ALU
-    ops or more over at least one buffer, a transcendental function, or a reduction not materialized yet. A value that reads no buffer is a function
-    of the index (an arange's digits, a mask of aranges): push_pure folds it to index math, cheap everywhere."""
+    ops or more over at least one buffer, a transcendental function, or a reduction not materialized yet. A value
+    that reads no buffer is a function of the index (an arange's digits, a mask of aranges): push_pure folds it to
+    index math, cheap everywhere."""
     loads, ops = 0, 0
     for u in _inside(v, realize):
         if _read_by(v, u, realize):
