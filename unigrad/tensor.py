@@ -146,6 +146,20 @@ class no_grad(contextlib.ContextDecorator):
         Tensor.no_grad = self._saved.pop()
 
 
+def _const_uop(x: ConstType, dtype: DType, shape: Shape) -> UOp:
+    """The scalar `x` as a `dtype` UOp of `shape`: EXPAND(RESHAPE(CONST, 1s), shape), cached by value and shape."""
+    key = (x, type(x), dtype, shape)
+    if (u := _const_uops.get(key)) is None:
+        u = UOp.const(dtype, x)
+        if shape:
+            u = UOp(Ops.EXPAND, (UOp(Ops.RESHAPE, (u, UOp.shape_src((1,) * len(shape)))), UOp.shape_src(shape)))
+        if x == x and (x != 0 or math.copysign(1.0, x) > 0):  # NaN and -0.0 would match other keys
+            if len(_const_uops) >= CONST_CACHE_SIZE:
+                del _const_uops[next(iter(_const_uops))]
+            _const_uops[key] = u
+    return u
+
+
 class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, RandomMixin):
     """A lazy n-dimensional array on a device."""
 
@@ -700,17 +714,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     # ---------------------------------------------------------------- elementwise
     def _const_like(self, x: ConstType, dtype: DType) -> Tensor:
         """The scalar `x` broadcast to this tensor's shape: EXPAND(RESHAPE(CONST, 1s), shape)."""
-        shape = self.shape
-        key = (x, type(x), dtype, shape)
-        if (u := _const_uops.get(key)) is None:
-            u = UOp.const(dtype, x)
-            if shape:
-                u = UOp(Ops.EXPAND, (UOp(Ops.RESHAPE, (u, UOp.shape_src((1,) * len(shape)))), UOp.shape_src(shape)))
-            if x == x and (x != 0 or math.copysign(1.0, x) > 0):  # NaN and -0.0 would match other keys
-                if len(_const_uops) >= CONST_CACHE_SIZE:
-                    del _const_uops[next(iter(_const_uops))]
-                _const_uops[key] = u
-        return self._new(u)
+        return self._new(_const_uop(x, dtype, self.shape))
 
     def _broadcasted(self, other: Tensor | ConstType, op: str, reverse: bool = False) -> tuple[Tensor, Tensor]:
         if isinstance(other, Tensor):
@@ -734,6 +738,14 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         return self._new(UOp(op, (self.uop, *(s.uop for s in srcs))), *srcs)
 
     def _binop(self, op: Ops, other: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
+        u = self.uop
+        if other.__class__ is Tensor:  # the hot path: same shape, dtype and device, nothing to broadcast or promote
+            v = other.uop  # type: ignore[union-attr]
+            if u.shape == v.shape and u.dtype is v.dtype and other.device == self.device:  # type: ignore[union-attr]
+                return self._new(UOp(op, (v, u) if reverse else (u, v)), other)  # type: ignore[arg-type]
+        elif other.__class__ is float and u.dtype.is_float:  # a float scalar keeps a float tensor's dtype
+            c = _const_uop(other, u.dtype, u.shape)
+            return self._new(UOp(op, (c, u) if reverse else (u, c)))
         x, y = self._broadcasted(other, name, reverse)
         return x._alu(op, y)
 
@@ -751,8 +763,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     def sub(self, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
         if self.dtype is dtypes.bool or (isinstance(other, Tensor) and other.dtype is dtypes.bool):
             raise RuntimeError("sub: subtraction with a bool tensor is not supported; use logical_xor()")
-        x, y = self._broadcasted(other, "sub", reverse)
-        return x._alu(Ops.ADD, y * -1)
+        return self._binop(Ops.SUB, other, "sub", reverse)
 
     def _float(self) -> Tensor:
         return self if self.dtype.is_float else self.cast(dtypes.default_float)
@@ -1074,26 +1085,22 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         return packed.permute(1, 0, 2).reshape(k, n)
 
     # ---------------------------------------------------------------- python operators
-    def __add__(self, x: Tensor | ConstType) -> Tensor:
-        return self.add(x)
+    __add__ = add
 
     def __radd__(self, x: ConstType) -> Tensor:
         return self.add(x, True)
 
-    def __sub__(self, x: Tensor | ConstType) -> Tensor:
-        return self.sub(x)
+    __sub__ = sub
 
     def __rsub__(self, x: ConstType) -> Tensor:
         return self.sub(x, True)
 
-    def __mul__(self, x: Tensor | ConstType) -> Tensor:
-        return self.mul(x)
+    __mul__ = mul
 
     def __rmul__(self, x: ConstType) -> Tensor:
         return self.mul(x, True)
 
-    def __truediv__(self, x: Tensor | ConstType) -> Tensor:
-        return self.div(x)
+    __truediv__ = div
 
     def __rtruediv__(self, x: ConstType) -> Tensor:
         return self.div(x, True)

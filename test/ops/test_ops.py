@@ -584,6 +584,20 @@ def test_binary_view_mix(device, rng):
     check(a.pad(((1, 0), (0, 1))) * Tensor(z, device=device).expand(5, 4), ref)
 
 
+def test_binary_builds_one_node():
+    """a - b and a <op> float are one ALU node over the operands (the hot path: no broadcast, no cast, no
+    negate-then-add); the result still equals PyTorch's, scalar on either side."""
+    from unigrad.ir.ops import Ops
+
+    x, y = np.float32([1.5, -2.0, 3.25]), np.float32([0.5, 4.0, -1.0])
+    a, b = Tensor(x), Tensor(y)
+    for out, op in [(a - b, Ops.SUB), (a + b, Ops.ADD), (a * 0.5, Ops.MUL), (2.0 - a, Ops.SUB)]:
+        assert out.uop.op is op and a.uop in out.uop.src, out.uop
+    np.testing.assert_array_equal((a - b).numpy(), x - y)
+    np.testing.assert_array_equal((2.0 - a).numpy(), 2.0 - x)
+    np.testing.assert_array_equal((a * 0.5 - b).numpy(), x * 0.5 - y)
+
+
 # (op, tensor dtype, python scalar, scalar on the left)
 SCALAR_CASES = [
     ("add", "float32", 2, False),
