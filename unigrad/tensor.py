@@ -8,6 +8,7 @@ at the call that caused them, with the op, the shapes/dtypes and what was expect
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import weakref
 from collections.abc import Callable, Sequence
@@ -41,6 +42,7 @@ Shape = tuple[int, ...]
 # same three UOps instead of building and freeing them on every call (oldest dropped past the size)
 CONST_CACHE_SIZE = 4096
 _const_uops: dict[tuple[Any, ...], UOp] = {}
+_arange_uops: dict[tuple[Any, ...], UOp] = {}  # Tensor.arange's graphs by arguments, as _const_uops
 
 _NP_TO_DTYPE = {np.dtype(d.fmt): d for d in dtypes.all() if d.fmt is not None}
 
@@ -104,6 +106,7 @@ def _broadcast_shape(op: str, *shapes: Shape) -> Shape:
 
 # assigns not yet scheduled (the AFTER(target, STORE) node -> its tensor) and those scheduled (node -> the
 # view of the written buffer that replaces it in any graph built before): an assign's kernel runs once
+_assign_ids = itertools.count()
 _assign_owner: weakref.WeakValueDictionary[UOp, Tensor] = weakref.WeakValueDictionary()
 _assigns_done: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
 
@@ -320,17 +323,16 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             start, stop = 0, start
         if step == 0:
             raise RuntimeError("arange: step must be nonzero")
-        n = max(0, math.ceil((stop - start) / step))
         is_float = any(isinstance(v, float) for v in (start, stop, step))
         dt = to_dtype(dtype) if dtype is not None else dtypes.default_float if is_float else dtypes.default_int
-        idx = Tensor.zeros(n, dtype=dtypes.int64, device=device)
-        bit = 1
-        while bit < n:
-            digit = Tensor.full((bit,), bit, dtype=dtypes.int64, device=device).pad(((bit, 0),))  # 0*bit, then bit*bit
-            reps = -(-n // (2 * bit))
-            idx = idx + digit.reshape(1, 2 * bit).expand(reps, 2 * bit).reshape(reps * 2 * bit).shrink(((0, n),))
-            bit *= 2
-        t = (idx.cast(dt) * step + start).cast(dt) if (start, step) != (0, 1) else idx.cast(dt)
+        dev = Device.canonicalize(device)
+        key = (start, stop, step, type(start), type(stop), type(step), dt, dev)
+        if (u := _arange_uops.get(key)) is None:  # the same graph as last time: skip building it (losses call this)
+            u = _arange_uop(start, stop, step, dt, dev)
+            if len(_arange_uops) >= CONST_CACHE_SIZE:
+                del _arange_uops[next(iter(_arange_uops))]
+            _arange_uops[key] = u
+        t = Tensor(u, device=dev)
         return t.requires_grad_() if requires_grad else t
 
     # ---------------------------------------------------------------- realization
@@ -571,7 +573,9 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
                 "several of its elements share one memory location; assign to the tensor before the expand"
             )
         store = UOp(Ops.STORE, (target, x.cast(self.dtype).uop))
-        self.uop = UOp(Ops.AFTER, (target, store))
+        # each assign is its own event: the unique tag keeps hash-consing from returning an earlier assign with
+        # the same graph (x.assign(x + 1) twice) that already ran (callify drops the tag: one cached schedule)
+        self.uop = UOp(Ops.AFTER, (target, store), tag=next(_assign_ids))
         _assign_owner[self.uop] = self
         return self
 
@@ -1222,3 +1226,16 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
 
     def __int__(self) -> int:
         return int(self.item())
+
+
+def _arange_uop(start: int | float, stop: int | float, step: int | float, dt: DType, device: str) -> UOp:
+    """Tensor.arange's graph: element i is the sum of its binary digits, each digit a padded, tiled constant."""
+    n = max(0, math.ceil((stop - start) / step))
+    idx = Tensor.zeros(n, dtype=dtypes.int64, device=device)
+    bit = 1
+    while bit < n:
+        digit = Tensor.full((bit,), bit, dtype=dtypes.int64, device=device).pad(((bit, 0),))  # 0*bit, then bit*bit
+        reps = -(-n // (2 * bit))
+        idx = idx + digit.reshape(1, 2 * bit).expand(reps, 2 * bit).reshape(reps * 2 * bit).shrink(((0, n),))
+        bit *= 2
+    return ((idx.cast(dt) * step + start).cast(dt) if (start, step) != (0, 1) else idx.cast(dt)).uop

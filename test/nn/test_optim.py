@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from unigrad import Tensor, nn
+from unigrad import tensor as tensor_module
 from unigrad.nn import optim
 from unigrad.nn.state import get_parameters, get_state_dict
 from unigrad.runtime import realize as rt
@@ -310,6 +311,8 @@ def test_step_is_one_realize_with_a_steady_kernel_count(make, per_param, monkeyp
             kernels.append(rt.stats.kernels - before)
             programs.append(len(rt._program_cache) - progs)
             sched.step()
+            # nothing keeps the step's assigns alive: else every later realize searches its graphs for them
+            assert not tensor_module._assigns_done, list(tensor_module._assigns_done)
     assert calls == [calls[0]] * 5, calls  # one realize per step, of the same tensors
     assert kernels == [kernels[0]] * 5, kernels
     # bounded by the tensors written: per parameter, and a few shared (running statistics, beta^t counters)

@@ -354,6 +354,20 @@ def test_arange_empty(device, args):
     check(Tensor.arange(*args, device=device), np.arange(*args).astype(want))
 
 
+def test_arange_graph_is_reused_per_arguments():
+    """arange remembers its graph by (start, stop, step, their types, dtype, device): a loss calls it every step.
+    Equal-valued arguments of another type, dtype or device are other entries; each call is its own tensor."""
+    a, b = Tensor.arange(4), Tensor.arange(4)
+    assert a is not b and a.uop is b.uop
+    f, g = Tensor.arange(4.0), Tensor.arange(4.0, requires_grad=True)
+    assert g.requires_grad and not f.requires_grad
+    variants = [Tensor.arange(4.0), Tensor.arange(4, dtype="int32"), Tensor.arange(4, device="PYTHON")]
+    assert [v.dtype.name for v in variants] == ["float32", "int32", "int64"]
+    assert variants[2].device == "PYTHON" and len({a.uop, variants[0].uop, variants[1].uop}) == 3
+    for v in [a, *variants]:
+        assert v.tolist() == [0, 1, 2, 3]
+
+
 def test_arange_zero_step_raises():
     with pytest.raises(RuntimeError):
         Tensor.arange(0, 5, 0)

@@ -74,6 +74,21 @@ def test_pending_assign_runs_once_whoever_realizes_it(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_the_same_assign_again_runs_again(device):
+    """x.assign(x + 1) twice builds two structurally equal graphs: the second is its own event, not the first
+    one (already run) found again by hash-consing while something still holds the first one's graph."""
+    x = Tensor.zeros(3, device=device).contiguous().realize()
+    first = x.assign(x + 1).uop
+    held = x * 2  # keeps the first assign's graph alive
+    x.realize()
+    for want in (2.0, 3.0, 4.0):
+        assert x.assign(x + 1).uop is not first
+        x.realize()
+        assert x.tolist() == [want] * 3
+    assert held.shape == (3,)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_chained_assigns(device):
     x = Tensor([1.0, 2.0], device=device).realize()
     x.assign(x + 1)

@@ -284,8 +284,10 @@ class NNMixin:
         n = self.shape[-1]
         keep = (Y != ignore_index).cast(logp.dtype)
         onehot = (Y.unsqueeze(-1) == self._class_range(n)).cast(logp.dtype)
-        smooth = -(logp.mean(-1)) * label_smoothing
-        loss = (-(logp * onehot).sum(-1) * (1 - label_smoothing) + smooth) * keep
+        loss = -(logp * onehot).sum(-1)
+        if label_smoothing:  # (1 - s) * nll + s * (mean of -logp over the classes)
+            loss = loss * (1 - label_smoothing) - logp.mean(-1) * label_smoothing
+        loss = loss * keep
         if reduction == "mean":
             return loss.sum() / keep.sum()
         return NNMixin._reduce_loss(loss, reduction, "sparse_categorical_crossentropy")

@@ -120,6 +120,7 @@ class Optimizer:
         for i, p in live:
             assert p.grad is not None
             updated += self._update(i, p, p.grad.detach())
+        self._step_done()
         return _unique([*reads, *updated, *self.params])  # type: ignore[list-item]
 
     def _step_counters(self) -> list[Tensor]:
@@ -129,6 +130,10 @@ class Optimizer:
     def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
         """Assign parameter i's new value (and its state's); return the tensors written."""
         raise NotImplementedError
+
+    def _step_done(self) -> None:
+        """Drop what the step's updates shared (a graph kept past its step keeps its assigns alive, and every
+        realize then looks for them in its graphs)."""
 
 
 class SGD(Optimizer):
@@ -194,11 +199,22 @@ class _AdamFamily(Optimizer):
         self.v = [_state_like(p) for p in self.params]
         self.v_max = [_state_like(p) for p in self.params] if amsgrad else []
         self.b1_t, self.b2_t = _scalar(1.0, self.device), _scalar(1.0, self.device)
+        self._corrections: dict[str, tuple[Tensor, Tensor]] = {}  # this step's, by device: _bias_corrections
 
     def _step_counters(self) -> list[Tensor]:
         self.b1_t.assign(self.b1_t * self.b1)
         self.b2_t.assign(self.b2_t * self.b2)
         return [self.b1_t, self.b2_t]
+
+    def _step_done(self) -> None:
+        self._corrections.clear()
+
+    def _bias_corrections(self, device: str) -> tuple[Tensor, Tensor]:
+        """1 / (1 - b1^t) and 1 / sqrt(1 - b2^t) on `device`: 0-d tensors built once per step and device."""
+        if (c := self._corrections.get(device)) is None:
+            b1_t, b2_t = self.b1_t.to(device), self.b2_t.to(device)
+            c = self._corrections[device] = ((1 - b1_t).reciprocal(), (1 - b2_t).rsqrt())
+        return c
 
     def _adam_direction(self, i: int, g: Tensor) -> tuple[Tensor, list[Tensor]]:
         """The bias-corrected Adam direction for parameter i after folding in gradient g; the state written."""
@@ -210,9 +226,8 @@ class _AdamFamily(Optimizer):
             self.v_max[i].assign(self.v_max[i].maximum(v))
             v = self.v_max[i]
             written.append(v)
-        b1_t, b2_t = self.b1_t.to(g.device), self.b2_t.to(g.device)
-        denom = v.sqrt() * (1 - b2_t).rsqrt() + self.eps
-        return m / (1 - b1_t) / denom, written
+        inv_c1, inv_sqrt_c2 = self._bias_corrections(g.device)
+        return m * inv_c1 / (v.sqrt() * inv_sqrt_c2 + self.eps), written
 
 
 class Adam(_AdamFamily):

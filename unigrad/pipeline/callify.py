@@ -43,6 +43,9 @@ class _InlineFirst(Exception):
     """Raised by the walk at an @function call: callify inlines every call, then walks again."""
 
 
+_LEAF_OPS = frozenset({Ops.BUFFER, Ops.AFTER, Ops.PARAM, Ops.GETTUPLE})  # the ops _Walk.leaf can take
+
+
 class _Walk:
     """One callify walk: node -> rebuilt node, the buffers found (in order: PARAM(k) stands for args[k]) and
     the bound Variables."""
@@ -69,7 +72,7 @@ class _Walk:
 
     def rebuild(self, u: UOp) -> UOp:
         memo = self.memo
-        if (r := self.leaf(u)) is None:
+        if u.op not in _LEAF_OPS or (r := self.leaf(u)) is None:
             r = _over(u, tuple([s if s.closed else (memo[s] if s in memo else self.rebuild(s)) for s in u.src]))
         memo[u] = r
         return r
@@ -96,12 +99,13 @@ class _Walk:
 
 
 def _over(u: UOp, new_src: tuple[UOp, ...]) -> UOp:
-    """u rebuilt over its sources' rebuilt nodes; u itself, marked closed, when nothing below it is an input (later
-    walks then skip it)."""
+    """u rebuilt over its sources' rebuilt nodes, without its tag (an assign's event id: the body is the same
+    for every step that assigns the same way); u itself, marked closed, when nothing below it is an input
+    (later walks then skip it)."""
     if new_src == u.src:
         u.closed = True
         return u
-    return UOp(u.op, new_src, u.arg, u.tag)
+    return UOp(u.op, new_src, u.arg)
 
 
 def is_traced_call(u: UOp) -> bool:
