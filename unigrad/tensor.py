@@ -195,7 +195,10 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         elif isinstance(data, (bool, int, float)):
             return UOp.const(dt or dtypes.from_py(data), data)
         if isinstance(data, (list, tuple)):
-            arr = np.array(data)
+            try:
+                arr = np.array(data)
+            except ValueError:  # numpy refuses ragged nesting
+                raise ValueError(f"Tensor: nested sequences of unequal lengths (ragged) in {data!r}") from None
             if arr.dtype == object:
                 raise TypeError(f"Tensor: cannot build a tensor from ragged or non-numeric data {data!r}")
             if dt is None:
@@ -672,6 +675,11 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             return self._pad_mode(pairs, mode)
         if any((smin(b) < 0) != (smax(b) < 0) or (smin(a) < 0) != (smax(a) < 0) for b, a in pairs):
             raise RuntimeError(f"pad: symbolic amounts {pairs} must not change sign over their Variables' ranges")
+        for (b, a), size in zip(pairs, self.shape):
+            if all(isinstance(v, int) for v in (b, a, size)) and size + min(b, 0) + min(a, 0) < 0:
+                raise RuntimeError(
+                    f"pad: negative padding {(b, a)} crops more than the size {size} of a dim of {self.shape}"
+                )
         crop = [(ssub(0, b) if smax(b) < 0 else 0, a if smax(a) < 0 else 0) for b, a in pairs]
         t = self.shrink(tuple((cb, sadd(s, ca)) for (cb, ca), s in zip(crop, self.shape)))
         pos = [(b if smin(b) >= 0 else 0, a if smin(a) >= 0 else 0) for b, a in pairs]

@@ -766,6 +766,10 @@ ERROR_CASES = {
         lambda: torch.zeros(2, 3).movedim((0, 0), (0, 1)),
     ),
     "unflatten_sizes": (lambda T: T.zeros(6).unflatten(0, (4, 2)), lambda: torch.zeros(6).unflatten(0, (4, 2))),
+    "pad_crops_too_much": (
+        lambda T: T.zeros(2, 3).pad((-4, 2)),
+        lambda: torch.nn.functional.pad(torch.zeros(2, 3), (-4, 2)),
+    ),
     "meshgrid_2d": (
         lambda T: T.meshgrid(T.zeros(2, 2), T.zeros(2)),
         lambda: torch.meshgrid(torch.zeros(2, 2), torch.zeros(2), indexing="ij"),
@@ -787,6 +791,10 @@ def test_errors_numpy_rules():
 
 
 def test_error_messages_name_the_op():
+    with pytest.raises(RuntimeError, match=r"pad: negative padding \(-5, 0\) crops more than the size 3"):
+        Tensor.zeros(2, 3).pad(((0, 0), (-5, 0)))
+    with pytest.raises(ValueError, match=r"Tensor: nested sequences of unequal lengths"):
+        Tensor([[1, 2], [3]])
     with pytest.raises(RuntimeError, match=r"cat: sizes of tensors must match.*\(3, 2\)"):
         Tensor.zeros(2, 3).cat(Tensor.zeros(3, 2))
     with pytest.raises(IndexError, match=r"index 3 is out of bounds for dimension 0 with size 3"):

@@ -103,6 +103,22 @@ def test_nll_and_sparse_categorical(rng, ignore):
     close(got, want)
 
 
+def test_loss_target_shape_errors():
+    """A target of the wrong shape is refused by the loss, naming it and the expected shape (torch refuses it too)."""
+    x = Tensor.zeros(2, 3)
+    with pytest.raises(RuntimeError, match=r"cross_entropy: target shape \(3,\) .* class indices of shape \(2,\)"):
+        x.cross_entropy(Tensor([0, 1, 2]))
+    with pytest.raises(RuntimeError, match=r"cross_entropy: .* class probabilities of shape \(2, 3\)"):
+        x.cross_entropy(Tensor.zeros(2, 2))
+    with pytest.raises(RuntimeError, match=r"nll_loss: target shape \(2, 1\)"):
+        x.nll_loss(Tensor([[0], [1]]))
+    with pytest.raises(RuntimeError, match=r"sparse_categorical_crossentropy: target shape \(3,\)"):
+        x.sparse_categorical_crossentropy(Tensor([0, 1, 2]))
+    for bad in (torch.tensor([0, 1, 2]), torch.zeros(2, 2)):
+        with pytest.raises((RuntimeError, ValueError)):
+            F.cross_entropy(torch.zeros(2, 3), bad)
+
+
 def test_binary_losses(rng):
     logits, y = randn(rng, 9), (rng.random(9) > 0.5).astype(np.float32)
     p = torch.sigmoid(torch.tensor(logits))

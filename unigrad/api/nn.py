@@ -240,6 +240,7 @@ class NNMixin:
     def cross_entropy(self: Tensor, Y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
         """Logits (N, C) or (C,) against class indices or class probabilities, as torch.nn.functional."""
         axis = 1 if self.ndim > 1 else 0
+        NNMixin._check_target(self, Y, axis, "cross_entropy", probabilities=Y.dtype.is_float)
         logp = self.log_softmax(axis)
         target = Y if Y.dtype.is_float else Y.one_hot(self.shape[axis]).cast(logp.dtype)
         if Y.dtype.is_float is False and axis == 1 and self.ndim > 2:  # (N, C, d...): classes on axis 1
@@ -247,6 +248,18 @@ class NNMixin:
         if label_smoothing:
             target = target * (1 - label_smoothing) + label_smoothing / self.shape[axis]
         return NNMixin._reduce_loss(-(logp * target).sum(axis), reduction, "cross_entropy")
+
+    @staticmethod
+    def _check_target(x: Tensor, Y: Tensor, axis: int, op: str, probabilities: bool = False) -> None:
+        """Y must be class indices of x's shape without the class axis (or probabilities of x's shape)."""
+        if x.ndim == 0:
+            raise RuntimeError(f"{op}: expected an input with a class dimension, got a 0-d tensor")
+        want = x.shape if probabilities else x.shape[:axis] + x.shape[axis + 1 :]
+        if Y.shape != want:
+            kind = "class probabilities" if probabilities else "class indices"
+            raise RuntimeError(
+                f"{op}: target shape {Y.shape} does not match input shape {x.shape}: expected {kind} of shape {want}"
+            )
 
     def nll_loss(
         self: Tensor,
@@ -261,6 +274,7 @@ class NNMixin:
         if isinstance(weight, str):  # nll_loss(Y, reduction, ignore_index)
             reduction, weight = weight, None
         axis = 1 if self.ndim > 1 else 0
+        NNMixin._check_target(self, Y, axis, "nll_loss")
         mask = Y.one_hot(self.shape[axis]).cast(self.dtype)
         if weight is not None:
             mask = mask * weight.cast(self.dtype)
@@ -280,6 +294,7 @@ class NNMixin:
         self: Tensor, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0, reduction: str = "mean"
     ) -> Tensor:
         """tinygrad's name: logits (..., C) against integer labels (...); labels == ignore_index don't count."""
+        NNMixin._check_target(self, Y, self.ndim - 1, "sparse_categorical_crossentropy")
         logp = self.log_softmax(-1)
         n = self.shape[-1]
         keep = (Y != ignore_index).cast(logp.dtype)
