@@ -89,6 +89,20 @@ def test_the_same_assign_again_runs_again(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_the_same_kernelized_assign_again_runs_again(device):
+    """kernelize() then realize() of x.assign(x + 1), three times, while the earlier kernelized graphs are held:
+    each schedule is its own kernel launch, not an earlier launch (already run) found again by hash-consing."""
+    x = Tensor.zeros(3, device=device).contiguous().realize()
+    held = []
+    for want in (1.0, 2.0, 3.0):
+        x.assign(x + 1).kernelize()
+        held.append(x * 1)  # a graph over the kernelized, not yet run, assign
+        x.realize()
+        assert x.tolist() == [want] * 3
+    assert [h.tolist() for h in held] == [[3.0] * 3] * 3  # views of x's buffer (lazy: they read it now)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_chained_assigns(device):
     x = Tensor([1.0, 2.0], device=device).realize()
     x.assign(x + 1)

@@ -41,6 +41,7 @@ from unigrad.runtime.beam import Lowered, beam_optimize
 _buffer_ids = itertools.count()
 buffers: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
 _executed: weakref.WeakSet[UOp] = weakref.WeakSet()
+_launch_ids = itertools.count()
 precompiled: weakref.WeakSet[UOp] = weakref.WeakSet()  # FUNCTIONs of @function(precompile=True), alive
 SCHEDULE_CACHE_SIZE = 1024
 _schedule_cache: dict[tuple[UOp, str], UOp] = {}
@@ -163,8 +164,22 @@ def kernelize(uops: list[UOp], device: str) -> list[UOp]:
 def _kernelize(uops: list[UOp], device: str) -> tuple[list[UOp], dict[str, int]]:
     """kernelize, also returning the values of the bound Variables (the FUNCTION's trailing args)."""
     cs, mapping, var_vals, _ = _instantiate(uops, device)
-    out = cs.body.substitute(mapping, walk=lambda x: not _is_ast(x))
+    out = _launches(cs.body).substitute(mapping, walk=lambda x: not _is_ast(x))
     return list(out.src), var_vals
+
+
+def _launches(body: UOp) -> UOp:
+    """A cached schedule's body with each CALL a new node (a unique tag): a CALL is one kernel launch, run once
+    (run_pending remembers the CALLs run), and the same kernel on the same buffers again (x.assign(x + 1) twice)
+    is another launch, not the first one found again by hash-consing while some graph still holds it."""
+    memo: dict[UOp, UOp] = {}
+    for u in body.toposort(gate=lambda x: not _is_ast(x)):
+        new_src = u.src if _is_ast(u) else tuple(memo[x] for x in u.src)
+        if u.op is Ops.CALL:
+            memo[u] = UOp(Ops.CALL, new_src, u.arg, next(_launch_ids))
+        else:
+            memo[u] = u if new_src == u.src else u.replace(src=new_src)
+    return memo[body]
 
 
 def _instantiate(uops: list[UOp], device: str) -> tuple[CachedSchedule, dict[UOp, UOp], dict[str, int], bool]:
@@ -349,7 +364,7 @@ def realize(uops: list[UOp], device: str) -> list[UOp]:
                 _run(step.ast, [buffer_of(mapping[p]) for p in step.params], var_vals)
             outs = list(cs.outputs.substitute(mapping).src)
         else:
-            out = cs.body.substitute(mapping, walk=lambda x: not _is_ast(x))
+            out = _launches(cs.body).substitute(mapping, walk=lambda x: not _is_ast(x))
             outs = run_pending(list(out.src), var_vals)
         if config.DEBUG >= 1:
             print(f"realize: ran {len(stats.last_kernels)} kernels")
