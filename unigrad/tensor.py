@@ -115,12 +115,13 @@ def _is_assign(u: UOp) -> bool:
     return u.op is Ops.AFTER and len(u.src) == 2 and u.src[1].op is Ops.STORE
 
 
-def _resolve_assigns(u: UOp) -> UOp:
-    """`u` with every already-scheduled assign replaced by the view of its buffer."""
+def _resolve_assigns(uops: list[UOp]) -> list[UOp]:
+    """`uops` with every already-scheduled assign replaced by the view of its buffer (one walk over them all)."""
     if not _assigns_done:
-        return u
-    done = {n: _assigns_done[n] for n in u.toposort() if _is_assign(n) and n in _assigns_done}
-    return u.substitute(done) if done else u
+        return uops
+    walk = UOp(Ops.TUPLE, tuple(uops)).toposort()
+    done = {n: _assigns_done[n] for n in walk if _is_assign(n) and n in _assigns_done}
+    return [u.substitute(done) for u in uops] if done else uops
 
 
 def _pending_assigns(uops: list[UOp]) -> list[UOp]:
@@ -363,7 +364,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             return self
         for dev in {t.device for t in ts}:
             group = [t for t in ts if t.device == dev]
-            uops = [_resolve_assigns(t.uop) for t in group]
+            uops = _resolve_assigns([t.uop for t in group])
             pending = _pending_assigns(uops)
             outs = schedule(uops + pending, dev)
             for t, u in zip(group, outs):
