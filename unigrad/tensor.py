@@ -771,7 +771,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     def neg(self) -> Tensor:
         if self.dtype is dtypes.bool:
             raise RuntimeError("neg: negation of a bool tensor is not supported; use logical_not()")
-        return self * -1
+        return self * (-1.0 if self.dtype.is_float else -1)  # a float scalar takes the binop's hot path
 
     def sub(self, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
         if self.dtype is dtypes.bool or (isinstance(other, Tensor) and other.dtype is dtypes.bool):
