@@ -42,7 +42,7 @@ Shape = tuple[int, ...]
 # same three UOps instead of building and freeing them on every call (oldest dropped past the size)
 CONST_CACHE_SIZE = 4096
 _const_uops: dict[tuple[Any, ...], UOp] = {}
-_arange_uops: dict[tuple[Any, ...], UOp] = {}  # Tensor.arange's graphs by arguments, as _const_uops
+_arange_uops: dict[tuple[Any, ...], UOp] = {}  # Tensor.arange's graphs by arguments (no device: they hold none)
 
 _NP_TO_DTYPE = {np.dtype(d.fmt): d for d in dtypes.all() if d.fmt is not None}
 
@@ -150,6 +150,14 @@ class no_grad(contextlib.ContextDecorator):
         Tensor.no_grad = self._saved.pop()
 
 
+def _remember(cache: dict[tuple[Any, ...], UOp], key: tuple[Any, ...], u: UOp) -> UOp:
+    """Put u in a bounded graph cache (_const_uops, _arange_uops), dropping the oldest entry past CONST_CACHE_SIZE."""
+    if len(cache) >= CONST_CACHE_SIZE:
+        del cache[next(iter(cache))]
+    cache[key] = u
+    return u
+
+
 def _const_uop(x: ConstType, dtype: DType, shape: Shape) -> UOp:
     """The scalar `x` as a `dtype` UOp of `shape`: EXPAND(RESHAPE(CONST, 1s), shape), cached by value and shape."""
     key = (x, type(x), dtype, shape)
@@ -158,9 +166,7 @@ def _const_uop(x: ConstType, dtype: DType, shape: Shape) -> UOp:
         if shape:
             u = UOp(Ops.EXPAND, (UOp(Ops.RESHAPE, (u, UOp.shape_src((1,) * len(shape)))), UOp.shape_src(shape)))
         if x == x and (x != 0 or math.copysign(1.0, x) > 0):  # NaN and -0.0 would match other keys
-            if len(_const_uops) >= CONST_CACHE_SIZE:
-                del _const_uops[next(iter(_const_uops))]
-            _const_uops[key] = u
+            _remember(_const_uops, key, u)
     return u
 
 
@@ -329,14 +335,10 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             raise RuntimeError("arange: step must be nonzero")
         is_float = any(isinstance(v, float) for v in (start, stop, step))
         dt = to_dtype(dtype) if dtype is not None else dtypes.default_float if is_float else dtypes.default_int
-        dev = Device.canonicalize(device)
-        key = (start, stop, step, type(start), type(stop), type(step), dt, dev)
+        key = (start, stop, step, type(start), type(stop), type(step), dt)  # the graph holds no device
         if (u := _arange_uops.get(key)) is None:  # the same graph as last time: skip building it (losses call this)
-            u = _arange_uop(start, stop, step, dt, dev)
-            if len(_arange_uops) >= CONST_CACHE_SIZE:
-                del _arange_uops[next(iter(_arange_uops))]
-            _arange_uops[key] = u
-        t = Tensor(u, device=dev)
+            u = _remember(_arange_uops, key, _arange_uop(start, stop, step, dt))
+        t = Tensor(u, device=device)
         return t.requires_grad_() if requires_grad else t
 
     # ---------------------------------------------------------------- realization
@@ -1237,13 +1239,14 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         return int(self.item())
 
 
-def _arange_uop(start: int | float, stop: int | float, step: int | float, dt: DType, device: str) -> UOp:
-    """Tensor.arange's graph: element i is the sum of its binary digits, each digit a padded, tiled constant."""
+def _arange_uop(start: int | float, stop: int | float, step: int | float, dt: DType) -> UOp:
+    """Tensor.arange's graph (constants and views: on no device): element i is the sum of its binary digits, each
+    digit a padded, tiled constant."""
     n = max(0, math.ceil((stop - start) / step))
-    idx = Tensor.zeros(n, dtype=dtypes.int64, device=device)
+    idx = Tensor.zeros(n, dtype=dtypes.int64)
     bit = 1
     while bit < n:
-        digit = Tensor.full((bit,), bit, dtype=dtypes.int64, device=device).pad(((bit, 0),))  # 0*bit, then bit*bit
+        digit = Tensor.full((bit,), bit, dtype=dtypes.int64).pad(((bit, 0),))  # 0*bit, then bit*bit
         reps = -(-n // (2 * bit))
         idx = idx + digit.reshape(1, 2 * bit).expand(reps, 2 * bit).reshape(reps * 2 * bit).shrink(((0, n),))
         bit *= 2

@@ -164,16 +164,19 @@ def kernelize(uops: list[UOp], device: str) -> list[UOp]:
 def _kernelize(uops: list[UOp], device: str) -> tuple[list[UOp], dict[str, int]]:
     """kernelize, also returning the values of the bound Variables (the FUNCTION's trailing args)."""
     cs, mapping, var_vals, _ = _instantiate(uops, device)
-    out = _launches(cs.body).substitute(mapping, walk=lambda x: not _is_ast(x))
+    out = _launches(cs.body, mapping)
     return list(out.src), var_vals
 
 
-def _launches(body: UOp) -> UOp:
-    """A cached schedule's body with each CALL a new node (a unique tag): a CALL is one kernel launch, run once
-    (run_pending remembers the CALLs run), and the same kernel on the same buffers again (x.assign(x + 1) twice)
-    is another launch, not the first one found again by hash-consing while some graph still holds it."""
-    memo: dict[UOp, UOp] = {}
-    for u in body.toposort(gate=lambda x: not _is_ast(x)):
+def _launches(body: UOp, mapping: dict[UOp, UOp]) -> UOp:
+    """A cached schedule's body over real buffers (its placeholders replaced by `mapping`), each CALL a new node (a
+    unique tag): a CALL is one kernel launch, run once (run_pending remembers the CALLs run), and the same kernel on
+    the same buffers again (x.assign(x + 1) twice) is another launch, not the first one found again by
+    hash-consing while some graph still holds it. Kernel ASTs are kept as they are."""
+    memo: dict[UOp, UOp] = dict(mapping)
+    for u in body.toposort(gate=lambda x: x not in mapping and not _is_ast(x)):
+        if u in memo:
+            continue
         new_src = u.src if _is_ast(u) else tuple(memo[x] for x in u.src)
         if u.op is Ops.CALL:
             memo[u] = UOp(Ops.CALL, new_src, u.arg, next(_launch_ids))
@@ -364,7 +367,7 @@ def realize(uops: list[UOp], device: str) -> list[UOp]:
                 _run(step.ast, [buffer_of(mapping[p]) for p in step.params], var_vals)
             outs = list(cs.outputs.substitute(mapping).src)
         else:
-            out = _launches(cs.body).substitute(mapping, walk=lambda x: not _is_ast(x))
+            out = _launches(cs.body, mapping)
             outs = run_pending(list(out.src), var_vals)
         if config.DEBUG >= 1:
             print(f"realize: ran {len(stats.last_kernels)} kernels")
