@@ -130,8 +130,9 @@ FMA_DTYPES = frozenset({dtypes.float32, dtypes.float64})  # the dtypes with a co
 
 def fuse_accumulate(st: UOp) -> UOp | None:
     """STORE(acc, acc + a*b) into a register accumulator -> STORE(acc, MULACC(a, b, acc)): a reduction of products
-    (matmul, convolution) rounds once per step, in one instruction. Only accumulations are fused: elsewhere the
-    decompositions' products (split constants, range reductions) are meant to round on their own."""
+    (matmul, convolution) rounds once per step, in one instruction. Only accumulations are fused here: elsewhere
+    the decompositions' products (split constants, range reductions) are meant to round on their own, and their
+    polynomials are built of MULACC already (numerics.horner)."""
     idx, val = st.src[0], st.src[1]
     if val.op is not Ops.ADD or val.dtype not in FMA_DTYPES or idx.op is not Ops.INDEX or reg_param(idx.src[0]) is None:
         return None
