@@ -12,7 +12,7 @@ import itertools
 import math
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -43,6 +43,8 @@ Shape = tuple[int, ...]
 CONST_CACHE_SIZE = 4096
 _const_uops: dict[tuple[Any, ...], UOp] = {}
 _arange_uops: dict[tuple[Any, ...], UOp] = {}  # Tensor.arange's graphs by arguments (no device: they hold none)
+V = TypeVar("V")
+_broadcasts: dict[tuple[Any, ...], Shape] = {}  # _broadcast_shape's valid results by the shapes broadcast
 
 _NP_TO_DTYPE = {np.dtype(d.fmt): d for d in dtypes.all() if d.fmt is not None}
 
@@ -96,12 +98,15 @@ def _is_buffer_view(u: UOp) -> bool:
 
 
 def _broadcast_shape(op: str, *shapes: Shape) -> Shape:
-    """The broadcast of `shapes` (right-aligned, each axis equal or 1), or a RuntimeError naming them."""
+    """The broadcast of `shapes` (right-aligned, each axis equal or 1), or a RuntimeError naming them. Valid
+    broadcasts are remembered (a bias add or a scalar tensor repeats the same pair every step)."""
+    if (out := _broadcasts.get(shapes)) is not None:
+        return out
     out = broadcast_shapes(*shapes)
     for sh in shapes:
         if any(a != b and a != 1 for a, b in zip(sh[::-1], out[::-1])):
             raise RuntimeError(f"{op}: shapes {' and '.join(map(str, shapes))} cannot be broadcast together")
-    return out
+    return _remember(_broadcasts, shapes, out)
 
 
 # assigns not yet scheduled (the AFTER(target, STORE) node -> its tensor) and those scheduled (node -> the
@@ -150,12 +155,13 @@ class no_grad(contextlib.ContextDecorator):
         Tensor.no_grad = self._saved.pop()
 
 
-def _remember(cache: dict[tuple[Any, ...], UOp], key: tuple[Any, ...], u: UOp) -> UOp:
-    """Put u in a bounded graph cache (_const_uops, _arange_uops), dropping the oldest entry past CONST_CACHE_SIZE."""
+def _remember(cache: dict[tuple[Any, ...], V], key: tuple[Any, ...], value: V) -> V:
+    """Put value in a bounded cache (_const_uops, _arange_uops, _broadcasts), dropping the oldest entry past
+    CONST_CACHE_SIZE."""
     if len(cache) >= CONST_CACHE_SIZE:
         del cache[next(iter(cache))]
-    cache[key] = u
-    return u
+    cache[key] = value
+    return value
 
 
 def _const_uop(x: ConstType, dtype: DType, shape: Shape) -> UOp:
@@ -740,7 +746,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
                 return (other, self) if reverse else (self, other)
             dt = promote_with_dims(self.dtype, len(xs) == 0, other.dtype, len(ys) == 0)
             shape = _broadcast_shape(op, xs, ys)
-            x, y = self.cast(dt).expand(shape), other.cast(dt).expand(shape)
+            x, y = self.cast(dt)._broadcast_to(shape), other.cast(dt)._broadcast_to(shape)
         elif isinstance(other, (bool, int, float)):
             dt = result_dtype_with_scalar(self.dtype, other)
             x = self.cast(dt)
@@ -748,6 +754,19 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         else:
             raise TypeError(f"{op}: unsupported operand type {type(other).__name__}")
         return (y, x) if reverse else (x, y)
+
+    def _broadcast_to(self, shape: Shape) -> Tensor:
+        """expand(shape) for a shape already checked to be a broadcast of this one (_broadcast_shape): the
+        RESHAPE to its rank and the EXPAND, without expand()'s argument parsing and checks (a hot path)."""
+        u = self.uop
+        if (have := u.shape) == shape:
+            return self
+        if len(have) < len(shape):
+            have = (1,) * (len(shape) - len(have)) + have
+            u = UOp(Ops.RESHAPE, (u, UOp.shape_src(have)))
+        if have != shape:
+            u = UOp(Ops.EXPAND, (u, UOp.shape_src(shape)))
+        return self._new(u)
 
     def _alu(self, op: Ops, *srcs: Tensor) -> Tensor:
         return self._new(UOp(op, (self.uop, *(s.uop for s in srcs))), *srcs)
@@ -886,7 +905,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             dt = dtypes.from_py(x) if type(x) is type(y) else dtypes.default_float
             xt, yt = Tensor(x, dtype=dt, device=self.device), Tensor(y, dtype=dt, device=self.device)
         shape = _broadcast_shape("where", cond.shape, xt.shape)
-        return cond.expand(shape)._alu(Ops.WHERE, xt.expand(shape), yt.expand(shape))
+        return cond._broadcast_to(shape)._alu(Ops.WHERE, xt._broadcast_to(shape), yt._broadcast_to(shape))
 
     def cast(self, dtype: DType | str) -> Tensor:
         dt = to_dtype(dtype)
