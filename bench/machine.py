@@ -2,8 +2,9 @@
 
 The machine is a VM whose DRAM bandwidth moves by 2x from minute to minute (neighbours on the host), so a GB/s
 figure alone does not say how close a kernel is to the limit. These references do the same traffic as the
-suite's elementwise and sum cases with the best plain C we know (16-float vectors, non-temporal stores, loads
-prefetched with the non-temporal hint so the stream does not evict the caches, four accumulators), on both cores through unigrad's worker pool, on buffers from the same allocator (huge pages): the
+suite's elementwise and sum cases with the best plain C we know (vectors of the machine's register width,
+non-temporal stores, loads prefetched with the non-temporal hint so the stream does not evict the caches, four
+accumulators), on both cores through unigrad's worker pool, on buffers from the same allocator (huge pages): the
 suite times them right beside unigrad and reports unigrad's share of them.
 
 In: float32 arrays of n elements (n a multiple of CHUNKS * 64). Out: medians through bench.suite.measure.
@@ -26,15 +27,23 @@ from unigrad.runtime.ops_cpu import CCompiler
 CHUNKS = 32  # chunks per call, taken by the pool's threads in turn (as unigrad's THREAD axis does)
 
 SRC = r"""
-typedef float v16 __attribute__((vector_size(64)));
-typedef int i16 __attribute__((vector_size(64)));
+#if defined(__AVX512F__) || !defined(__AVX__)
+#define LANES 16
+#else
+#define LANES 8
+#endif
+typedef float vf __attribute__((vector_size(LANES * 4)));
+typedef int vi __attribute__((vector_size(LANES * 4)));
 #if defined(__clang__)
-#define NT(p, v) __builtin_nontemporal_store((v), (v16 *)(p))
+#define NT(p, v) __builtin_nontemporal_store((v), (vf *)(p))
 #elif defined(__AVX512F__)
 typedef long long v8di __attribute__((vector_size(64)));
 #define NT(p, v) __builtin_ia32_movntdq512((v8di *)(p), (v8di)(v))
+#elif defined(__AVX__)
+typedef long long v4di __attribute__((vector_size(32)));
+#define NT(p, v) __builtin_ia32_movntdq256((v4di *)(p), (v4di)(v))
 #else
-#define NT(p, v) (*(v16 *)(p) = (v))
+#define NT(p, v) (*(vf *)(p) = (v))
 #endif
 #define PF(p) __builtin_prefetch((const char *)(p) + 4096, 0, 0)
 
@@ -42,10 +51,10 @@ typedef long long v8di __attribute__((vector_size(64)));
 void stream_entry(void **bufs, long long *vars, long long core) {
   float *out = bufs[0], *a = bufs[1], *b = bufs[2], *c = bufs[3];
   long long per = vars[0] / vars[1], lo = core * per, hi = lo + per;
-  for (long long i = lo; i < hi; i += 16) {
+  for (long long i = lo; i < hi; i += LANES) {
     PF(a + i); PF(b + i); PF(c + i);
-    v16 va = *(v16 *)(a + i), x = va * *(v16 *)(b + i) + *(v16 *)(c + i);
-    x = (v16)((i16)(x > 0) & (i16)x) * 0.5f + va;
+    vf va = *(vf *)(a + i), x = va * *(vf *)(b + i) + *(vf *)(c + i);
+    x = (vf)((vi)(x > 0) & (vi)x) * 0.5f + va;
     NT(out + i, x);
   }
 #if defined(__x86_64__)
@@ -57,14 +66,15 @@ void stream_entry(void **bufs, long long *vars, long long core) {
 void sum_entry(void **bufs, long long *vars, long long core) {
   float *out = bufs[0], *a = bufs[1];
   long long per = vars[0] / vars[1], lo = core * per, hi = lo + per;
-  v16 s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
-  for (long long i = lo; i < hi; i += 64) {
-    PF(a + i); PF(a + i + 16); PF(a + i + 32); PF(a + i + 48);
-    s0 += *(v16 *)(a + i); s1 += *(v16 *)(a + i + 16); s2 += *(v16 *)(a + i + 32); s3 += *(v16 *)(a + i + 48);
+  vf s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+  for (long long i = lo; i < hi; i += 4 * LANES) {
+    PF(a + i); PF(a + i + LANES); PF(a + i + 2 * LANES); PF(a + i + 3 * LANES);
+    s0 += *(vf *)(a + i); s1 += *(vf *)(a + i + LANES); s2 += *(vf *)(a + i + 2 * LANES);
+    s3 += *(vf *)(a + i + 3 * LANES);
   }
   s0 += s1 + s2 + s3;
   float r = 0;
-  for (int j = 0; j < 16; j++) r += s0[j];
+  for (int j = 0; j < LANES; j++) r += s0[j];
   out[core] = r;
 }
 """

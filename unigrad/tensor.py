@@ -73,7 +73,8 @@ def _norm_axis(op: str, axis: int, ndim: int) -> int:
 SPLIT_REDUCE_MIN = 1 << 17  # reduced elements per output from which a reduce runs as two kernels
 SPLIT_REDUCE_MAX_OUT = 64  # ... when it has at most this many outputs (more outputs already fill the cores)
 SPLIT_REDUCE_PARTS = (256, 128, 64, 32, 16)  # partial results of such a reduce, the most that leaves each >= 1024
-# matmul B packing (Tensor._packed_for_matmul): panels of one float32 AVX-512 vector, for a B of at least
+# matmul B packing (Tensor._packed_for_matmul): panels as wide as the register tile (16 floats: one AVX-512 vector,
+# two AVX2 ones; optimize/heuristic.py TILE_INNER), for a B of at least
 # PACK_MIN_BYTES multiplied by at least PACK_MIN_ROWS rows (the copy is then a small part of the work)
 PACK_LANES = 16
 PACK_MIN_BYTES = 2 << 20

@@ -15,10 +15,16 @@ from unigrad import Context, Tensor
 from unigrad.ir.args import AxisType, KernelInfo
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
-from unigrad.pipeline.optimize import Opt, OptError, OptOps, apply_opt, apply_opts, axes, optimize, search
+from unigrad.pipeline.optimize import Opt, OptError, OptOps, Target, apply_opt, apply_opts, axes, optimize, search
 from unigrad.pipeline.optimize.opts import bound
 from unigrad.runtime import Buffer, beam
 from unigrad.runtime import realize as rt
+
+
+def avx512(threads: int) -> Target:
+    """The target the heuristics' tile sizes below were chosen for: 16 floats per vector, 32 vector registers."""
+    return Target(threads, 64, 32)
+
 
 rng = np.random.default_rng(11)
 U, R, T = AxisType.UPCAST, AxisType.UNROLL, AxisType.THREAD
@@ -124,8 +130,10 @@ def test_illegal_candidates_are_skipped(monkeypatch: pytest.MonkeyPatch) -> None
 def test_optimize_needs_a_measure_to_search() -> None:
     ast, _ = kernel_of(matmul()[0])
     with Context(BEAM=2):
-        assert optimize(ast, 1) is optimize(ast.replace(arg=KernelInfo(ast.arg.name)), 1)  # heuristics, no timer
-        assert optimize(ast, 1, made_up_cost) is search.beam_search(ast, 1, 2, made_up_cost)
+        assert optimize(ast, avx512(1)) is optimize(
+            ast.replace(arg=KernelInfo(ast.arg.name)), avx512(1)
+        )  # heuristics, no timer
+        assert optimize(ast, avx512(1), made_up_cost) is search.beam_search(ast, 1, 2, made_up_cost)
 
 
 # ---- on the CPU
@@ -172,18 +180,18 @@ def test_disk_cache_is_reused(cachedir: pathlib.Path, monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(beam.CandidateTimer, "__call__", fake_timer)
     with Context(BEAM=2):
-        first = beam.beam_optimize("CPU", ast, 2, rt.lower)
+        first = beam.beam_optimize("CPU", ast, avx512(2), rt.lower)
         searched = len(calls)
         assert searched > 1 and first.arg.opts
         (entry,) = (cachedir / "beam").glob("*.json")
         assert [beam.opt_from_json(o) for o in json.loads(entry.read_text())["opts"]] == list(first.arg.opts)
-        assert beam.beam_optimize("CPU", ast, 2, rt.lower) is first  # from the cache: no search
+        assert beam.beam_optimize("CPU", ast, avx512(2), rt.lower) is first  # from the cache: no search
         assert len(calls) == searched
-        beam.beam_optimize("CPU", ast, 1, rt.lower)  # another thread count is another entry
+        beam.beam_optimize("CPU", ast, avx512(1), rt.lower)  # another thread count is another entry
         assert len(calls) > searched
         with Context(DISABLE_COMPILER_CACHE=1):  # the cache off: searched again, nothing written
             before = len(calls)
-            beam.beam_optimize("CPU", ast, 2, rt.lower)
+            beam.beam_optimize("CPU", ast, avx512(2), rt.lower)
             assert len(calls) > before
     assert len(list((cachedir / "beam").glob("*.json"))) == 2
 
@@ -201,4 +209,4 @@ def test_kernels_with_symbolic_sizes_are_not_searched() -> None:
     symbolic = ast.substitute({r: UOp.range(Variable("n", 1, 256), r.arg.id, r.arg.axis_type)})
     assert beam.searchable(ast) and not beam.searchable(symbolic)
     with Context(BEAM=2):  # not timed: the hand-coded opts (none apply to a symbolic reduce)
-        assert beam.beam_optimize("CPU", symbolic, 2, rt.lower) is optimize(symbolic, 2)
+        assert beam.beam_optimize("CPU", symbolic, avx512(2), rt.lower) is optimize(symbolic, avx512(2))

@@ -13,12 +13,18 @@ from unigrad import Context, Tensor
 from unigrad.ir.args import AxisType, KernelInfo
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
-from unigrad.pipeline.optimize import Opt, OptError, OptOps, apply_opt, axes, optimize
+from unigrad.pipeline.optimize import Opt, OptError, OptOps, Target, apply_opt, axes, optimize
 from unigrad.pipeline.optimize.heuristic import CHUNK_WORK, hand_coded_opts
-from unigrad.runtime import Buffer
+from unigrad.runtime import Buffer, Device
 from unigrad.runtime import realize as rt
 from unigrad.runtime.cpu_pool import n_threads, pool
-from unigrad.runtime.ops_cpu import CCompiler
+from unigrad.runtime.ops_cpu import CCompiler, host_vector_unit, vector_unit
+
+
+def avx512(threads: int) -> Target:
+    """The target the heuristics' tile sizes below were chosen for: 16 floats per vector, 32 vector registers."""
+    return Target(threads, 64, 32)
+
 
 DEVICES = ("CPU", "PYTHON")
 U, R, L, T = AxisType.UPCAST, AxisType.UNROLL, AxisType.LOOP, AxisType.THREAD
@@ -271,17 +277,17 @@ def test_threads_knob() -> None:
 def test_heuristics_tile_and_thread_a_matmul() -> None:
     (a, an), (b, bn) = realized(128, 64, device="CPU"), realized(64, 96, device="CPU")
     ast, bufs = kernel_of(a @ b, "CPU")
-    opts = hand_coded_opts(ast, 2)
+    opts = hand_coded_opts(ast, avx512(2))
     kinds = [o.arg[1] for o in opts]
     assert kinds.count(U) == 2 and T in kinds
     np.testing.assert_allclose(run(ast, bufs, None, "CPU"), (an @ bn).reshape(-1), rtol=1e-4, atol=1e-4)
-    assert hand_coded_opts(ast, 1) == [o for o in opts if o.arg[1] is not T]
+    assert hand_coded_opts(ast, avx512(1)) == [o for o in opts if o.arg[1] is not T]
 
 
 def test_heuristics_split_accumulators_of_a_sum() -> None:
     a, an = realized(1 << 16, device="CPU")
     ast, bufs = kernel_of(a.sum(), "CPU")
-    opts = hand_coded_opts(ast, 2)
+    opts = hand_coded_opts(ast, avx512(2))
     assert [o.arg[1] for o in opts] == [R]
     np.testing.assert_allclose(run(ast, bufs, None, "CPU"), [an.sum(dtype=np.float64)], rtol=1e-4)
 
@@ -293,7 +299,7 @@ def test_heuristics_fewer_accumulators_for_a_big_scalar_body() -> None:
     x, xn = realized(8, 254, device="CPU")
     small = (x.pad(((0, 0), (1, 1))) * 2).sum(1)
     ast, bufs = kernel_of(small, "CPU")
-    assert [(o.arg[0], o.arg[1]) for o in hand_coded_opts(ast, 2)] == [(32, R)]
+    assert [(o.arg[0], o.arg[1]) for o in hand_coded_opts(ast, avx512(2))] == [(32, R)]
     np.testing.assert_allclose(
         run(ast, bufs, None, "CPU"), (np.pad(xn, ((0, 0), (1, 1))) * 2).sum(1), rtol=1e-5, atol=1e-5
     )
@@ -305,7 +311,7 @@ def test_heuristics_fewer_accumulators_for_a_big_scalar_body() -> None:
             else (y * 1.0001 + 0.01, yn * 1.0001 + 0.01)
         )
     ast, bufs = kernel_of(y.sum(1), "CPU")
-    (opt,) = hand_coded_opts(ast, 2)
+    (opt,) = hand_coded_opts(ast, avx512(2))
     assert opt.arg[1] is R and 1 < opt.arg[0] < 32
     np.testing.assert_allclose(run(ast, bufs, None, "CPU"), yn.sum(1), rtol=1e-4, atol=1e-3)
 
@@ -316,12 +322,12 @@ def test_heuristics_chunk_a_long_reduction() -> None:
     the loop used to leave the kernel on one core, or search for a divisor for minutes)."""
     a, an = realized(64, 1 << 14, device="CPU")  # the partial sums of a long sum: 64 rows of 16k
     ast, bufs = kernel_of(a.sum(axis=1), "CPU")
-    (thread,) = [o for o in hand_coded_opts(ast, 2) if o.arg[1] is T]
+    (thread,) = [o for o in hand_coded_opts(ast, avx512(2)) if o.arg[1] is T]
     assert thread.arg[0] == 64 * (1 << 14) // CHUNK_WORK
     np.testing.assert_allclose(run(ast, bufs, None, "CPU"), an.sum(axis=1), rtol=1e-4, atol=1e-4)
     b, bn = realized(1 << 20, 3, device="CPU")  # 3 outputs, each a strided reduce of 1M: 6 chunks wanted
     ast, bufs = kernel_of(b.sum(axis=0), "CPU")
-    (thread,) = [o for o in hand_coded_opts(ast, 2) if o.arg[1] is T]
+    (thread,) = [o for o in hand_coded_opts(ast, avx512(2)) if o.arg[1] is T]
     assert thread.arg[0] == 3
     np.testing.assert_allclose(run(ast, bufs, None, "CPU"), bn.sum(axis=0), rtol=1e-4, atol=1e-3)
 
@@ -337,7 +343,7 @@ def test_heuristics_tile_a_convolution_by_reuse() -> None:
     is co x ow (vector lanes on ow), not oh x ow; the result equals numpy's."""
     (x, xn), (w, wn) = realized(2, 8, 10, 34, device="CPU"), realized(24, 8, 3, 3, device="CPU")
     ast, bufs = kernel_of(x.conv2d(w), "CPU")  # no padding: one kernel over n 2, co 24, oh 8, ow 32
-    opts = hand_coded_opts(ast, 2)
+    opts = hand_coded_opts(ast, avx512(2))
     tile = _upcast_sizes(ast, opts)
     assert tile[24][1] is U and tile[32] == (16, U) and 8 not in tile, opts
     want = np.einsum("ncpqhw,ochw->nopq", np.lib.stride_tricks.sliding_window_view(xn, (3, 3), axis=(2, 3)), wn)
@@ -350,9 +356,61 @@ def test_heuristics_vector_lanes_on_a_reduce_axis() -> None:
     the result equals numpy's."""
     (g, gn), (x, xn) = realized(8, 4096, device="CPU"), realized(3, 4096, device="CPU")
     ast, bufs = kernel_of((g.reshape(8, 1, 4096) * x.reshape(1, 3, 4096)).sum(2), "CPU")
-    tile = _upcast_sizes(ast, hand_coded_opts(ast, 2))
+    tile = _upcast_sizes(ast, hand_coded_opts(ast, avx512(2)))
     assert tile == {4096: (16, R), 8: (4, U)}
     np.testing.assert_allclose(run(ast, bufs, None, "CPU"), (gn @ xn.T).reshape(-1), rtol=1e-4, atol=1e-3)
+
+
+# AVX-512, AVX2, SSE, NEON, and the rows of their matmul tile (16 floats wide)
+TARGETS = [(Target(2, 64, 32), 8), (Target(2, 32, 16), 4), (Target(2, 16, 16), 2), (Target(1, 16, 32), 4)]
+
+
+@pytest.mark.parametrize("target,rows", TARGETS, ids=["avx512", "avx2", "sse", "neon"])
+def test_heuristics_fit_the_target_vector_unit(target: Target, rows: int) -> None:
+    """The register tile's accumulators fit in half the target's vector registers and the elementwise lanes fill
+    one of its vectors: a matmul on AVX-512 tiles 8 x 16 floats (8 of 32 zmm), on AVX2 4 x 16 (8 of 16 ymm: 8 x 16
+    spilled and ran at half the speed); the kernels, compiled for this machine whatever the target, equal numpy."""
+    (a, an), (b, bn) = realized(64, 96, device="CPU"), realized(96, 128, device="CPU")
+    ast, bufs = kernel_of(a @ b, "CPU")
+    opts = hand_coded_opts(ast, target)
+    tile = _upcast_sizes(ast, opts)
+    lanes = target.vector_bytes // 4
+    registers = tile[64][0] * tile[128][0] // lanes
+    assert tile == {64: (rows, U), 128: (16, U)} and registers <= target.vector_registers // 2, opts
+    np.testing.assert_allclose(run(ast, bufs, tuple(opts), "CPU"), (an @ bn).reshape(-1), rtol=1e-5, atol=1e-5)
+    (x, xn), (y, yn) = realized(4, 1024, device="CPU"), realized(4, 1024, device="CPU")
+    ast, bufs = kernel_of(x * y + 1, "CPU")
+    opts = hand_coded_opts(ast, target)
+    assert [(o.arg[0], o.arg[1]) for o in opts] == [(lanes, U)]
+    np.testing.assert_array_equal(run(ast, bufs, tuple(opts), "CPU"), (xn * yn + 1).reshape(-1))
+
+
+@pytest.mark.parametrize(
+    "flags,machine,unit",
+    [
+        ("fpu sse sse2 avx avx2 fma avx512f avx512bw", "x86_64", (64, 32)),
+        ("fpu sse sse2 avx avx2 fma", "x86_64", (32, 16)),
+        ("fpu sse sse2 avx", "x86_64", (32, 16)),
+        ("fpu sse sse2", "x86_64", (16, 16)),
+        ("fp asimd evtstrm aes", "aarch64", (16, 32)),
+        ("", "riscv64", (16, 16)),
+    ],
+)
+def test_vector_unit_from_cpu_flags(flags: str, machine: str, unit: tuple[int, int]) -> None:
+    assert vector_unit(frozenset(flags.split()), machine) == unit
+
+
+def test_cpu_device_targets_this_machine() -> None:
+    """The CPU device's target and renderer use this machine's vector width (what -march=native code has), and the
+    compile cache key names the machine: a binary compiled for one CPU is not reused on another."""
+    vector_bytes, registers = host_vector_unit()
+    dev = Device["CPU"]
+    assert dev.target == Target(n_threads(), vector_bytes, registers)
+    assert dev.renderer.vector_bytes == vector_bytes
+    cc = CCompiler()
+    key = cc.key("int f(void) { return 0; }")
+    cc.machine = "another cpu"
+    assert cc.key("int f(void) { return 0; }") != key
 
 
 def test_heuristics_block_a_big_matmul() -> None:
@@ -363,12 +421,12 @@ def test_heuristics_block_a_big_matmul() -> None:
 
     (a, an), (b, bn) = realized(64, 256, device="CPU"), realized(256, 128, device="CPU")
     ast, bufs = kernel_of(a @ b, "CPU")
-    assert not any(o.op is OptOps.SWAP for o in hand_coded_opts(ast, 2))  # 128 KiB: no blocking
+    assert not any(o.op is OptOps.SWAP for o in hand_coded_opts(ast, avx512(2)))  # 128 KiB: no blocking
     old = heuristic.PANEL_BYTES
     heuristic.PANEL_BYTES = 32 << 10
     try:
         for threads in (2, 1):
-            opts = hand_coded_opts(ast, threads)
+            opts = hand_coded_opts(ast, avx512(threads))
             assert opts[-1].op is OptOps.SWAP and opts[-2].arg[1:] == (L, True), opts
             ast_o = ast.replace(arg=KernelInfo(ast.arg.name, tuple(opts)))
             with Context(THREADS=threads):
@@ -383,7 +441,7 @@ def test_heuristics_transpose_vectorizes_along_the_loads() -> None:
     apart, so the lanes go along the loads' contiguous axis (width 32); the copy is exact."""
     a, an = realized(4, 64, 32, 32, device="CPU")
     ast, bufs = kernel_of(a.permute(0, 2, 3, 1).contiguous(), "CPU")
-    assert _upcast_sizes(ast, hand_coded_opts(ast, 2)) == {32: (16, U)}
+    assert _upcast_sizes(ast, hand_coded_opts(ast, avx512(2))) == {32: (16, U)}
     np.testing.assert_array_equal(run(ast, bufs, None, "CPU"), an.transpose(0, 2, 3, 1).reshape(-1))
 
 
@@ -391,7 +449,7 @@ def test_noopt_keeps_the_plain_kernel() -> None:
     (a, _), (b, _) = realized(128, 64, device="CPU"), realized(64, 96, device="CPU")
     ast, _ = kernel_of(a @ b, "CPU")
     with Context(NOOPT=1):
-        assert optimize(ast, 2) is ast
+        assert optimize(ast, avx512(2)) is ast
 
 
 def test_small_kernels_get_vectors_and_tiles_but_no_threads() -> None:
@@ -400,19 +458,19 @@ def test_small_kernels_get_vectors_and_tiles_but_no_threads() -> None:
     matmul (a decode step's attention scores) were plain scalar loops."""
     (a, an), (b, bn) = realized(4, 128, 32, device="CPU"), realized(4, 128, 32, device="CPU")
     ast, bufs = kernel_of((a * b + a).relu(), "CPU")
-    opts = hand_coded_opts(ast, 2)
+    opts = hand_coded_opts(ast, avx512(2))
     assert [(o.arg[0], o.arg[1]) for o in opts] == [(16, U)]
     np.testing.assert_allclose(run(ast, bufs, None, "CPU"), np.maximum(an * bn + an, 0).reshape(-1))
     (q, qn), (k, kn) = realized(4, 1, 32, device="CPU"), realized(4, 128, 32, device="CPU")
     ast, bufs = kernel_of(q @ k.transpose(1, 2), "CPU")
-    kinds = [o.arg[1] for o in hand_coded_opts(ast, 2)]
+    kinds = [o.arg[1] for o in hand_coded_opts(ast, avx512(2))]
     assert U in kinds and T not in kinds
     np.testing.assert_allclose(
         run(ast, bufs, None, "CPU"), (qn @ kn.transpose(0, 2, 1)).reshape(-1), rtol=1e-5, atol=1e-5
     )
     out, _ = elementwise("CPU")  # 12 x 16: one vector per row is already the whole row
     ast, _ = kernel_of(out, "CPU")
-    assert hand_coded_opts(ast, 2) == []
+    assert hand_coded_opts(ast, avx512(2)) == []
 
 
 @pytest.mark.parametrize("device", DEVICES)

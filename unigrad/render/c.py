@@ -59,13 +59,17 @@ BITCAST_HELPERS = "\n".join(
 )
 
 
-# non-temporal stores without <immintrin.h> (it costs ~0.1 s of compile time per kernel): clang's generic builtin,
-# gcc's AVX-512 one, or a plain store; the fence orders them before the kernel returns to the pool
+# non-temporal stores of one whole vector register without <immintrin.h> (it costs ~0.1 s of compile time per
+# kernel): clang's generic builtin, gcc's AVX-512 (64 bytes) or AVX (32 bytes) one, or a plain store; the fence
+# orders them before the kernel returns to the pool
 STREAM_PRELUDE = """#if defined(__clang__)
 #define nt_store(p, v) __builtin_nontemporal_store((v), (__typeof__(v) *)(p))
 #elif defined(__AVX512F__)
 typedef long long nt_v8di __attribute__((vector_size(64)));
 #define nt_store(p, v) __builtin_ia32_movntdq512((nt_v8di *)(p), (nt_v8di)(v))
+#elif defined(__AVX__)
+typedef long long nt_v4di __attribute__((vector_size(32)));
+#define nt_store(p, v) __builtin_ia32_movntdq256((nt_v4di *)(p), (nt_v4di)(v))
 #else
 #define nt_store(p, v) (*(__typeof__(v) *)(p) = (v))
 #endif
@@ -86,7 +90,7 @@ FMA_FUNCS = {dtypes.float32: "__builtin_fmaf", dtypes.float64: "__builtin_fma"} 
 class CLanguage(CStyleLanguage):
     prelude = PRELUDE + "\n" + BITCAST_HELPERS
     types = C_TYPES
-    vector_bytes = 64  # AVX-512; on narrower targets the compiler splits a vector into two or four
+    vector_bytes = 64  # the default (AVX-512); the CPU device passes its host's width (ops_cpu.host_vector_unit)
     buffer_align = 64  # ops_cpu.CPUAllocator aligns every buffer to this
     stream_prefix = "nt_store("
     stream_prelude = STREAM_PRELUDE
@@ -97,13 +101,22 @@ class CLanguage(CStyleLanguage):
     decompose = GroupOp.Decomposed - {Ops.MULACC}
     float_funcs = {Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.SQRT: "sqrt"}
 
+    def __init__(self, vector_bytes: int = 64) -> None:
+        """vector_bytes: the width of the target's vector registers (64 AVX-512, 32 AVX2, 16 SSE/NEON): vector
+        values are that wide, and only whole registers are streamed (nt_store) or prefetched."""
+        self.vector_bytes = vector_bytes
+
     def load_hint(self, u: UOp, ptr: str, buffer_bytes: int, once: bool) -> str:
-        if once and buffer_bytes >= STREAM_MIN_BYTES and u.shape[0] * u.dtype.itemsize == 64:
+        if once and buffer_bytes >= STREAM_MIN_BYTES and u.shape[0] * u.dtype.itemsize == self.vector_bytes:
             return f"__builtin_prefetch((const char *)({ptr}) + {PREFETCH_AHEAD}, 0, 0);"
         return ""
 
     def store_vector(self, u: UOp, ptr: str, value: str, aligned: bool, buffer_bytes: int) -> str:
-        if aligned and buffer_bytes >= STREAM_MIN_BYTES and u.src[0].shape[0] * u.src[0].dtype.itemsize == 64:
+        if (
+            aligned
+            and buffer_bytes >= STREAM_MIN_BYTES
+            and u.src[0].shape[0] * u.src[0].dtype.itemsize == self.vector_bytes
+        ):
             return f"nt_store({ptr}, {value});"
         return super().store_vector(u, ptr, value, aligned, buffer_bytes)
 

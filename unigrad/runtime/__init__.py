@@ -16,6 +16,7 @@ import numpy as np
 
 from unigrad import config
 from unigrad.dtype import DType, dtypes
+from unigrad.pipeline.optimize.opts import Target
 from unigrad.render.cstyle import KernelSignature
 
 DEVICES = {"CPU": "unigrad.runtime.ops_cpu", "PYTHON": "unigrad.runtime.ops_python"}
@@ -52,6 +53,11 @@ class Compiled:
     renderer: Any
     compiler: Compiler
     program: ProgramFactory
+
+    @property
+    def target(self) -> Target:
+        """What the kernel optimizer may assume of this device: one thread, its renderer's vector width."""
+        return Target(1, getattr(self.renderer, "vector_bytes", 0), 32)
 
 
 class _DeviceRegistry:

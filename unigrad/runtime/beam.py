@@ -1,8 +1,8 @@
 """BEAM search on a device: time candidate kernels for pipeline/optimize/search.py, and cache its choices.
 
-beam_optimize(device, ast, threads, lower): with BEAM=n, a kernel SINK -> the kernel with the opts a beam search
+beam_optimize(device, ast, target, lower): with BEAM=n, a kernel SINK -> the kernel with the opts a beam search
 of width n chose for it on `device`. The chosen opts are cached on disk (CACHEDIR/beam, one JSON file per
-kernel, device, thread count and width), so another process reuses them without searching.
+kernel, device, target (threads, vector unit) and width), so another process reuses them without searching.
 
 The search times candidates with a CandidateTimer: each round's candidates are lowered here (Python: one
 thread, the UOp tables are not thread-safe), compiled in parallel by the device compiler (a thread pool; the C
@@ -32,7 +32,7 @@ from unigrad.dtype import DType, dtypes
 from unigrad.ir.args import AddrSpace, AxisType, KernelInfo
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
-from unigrad.pipeline.optimize import Opt, OptError, OptOps, apply_opts, axes, optimize
+from unigrad.pipeline.optimize import Opt, OptError, OptOps, Target, apply_opts, axes, optimize
 from unigrad.pipeline.optimize.opts import bound
 from unigrad.render.cstyle import KernelSignature
 from unigrad.runtime import Buffer, Device
@@ -70,13 +70,13 @@ def searchable(ast: UOp) -> bool:
     return True
 
 
-def beam_optimize(device: str, ast: UOp, threads: int, lower: Lower) -> UOp:
+def beam_optimize(device: str, ast: UOp, target: Target, lower: Lower) -> UOp:
     """With BEAM=n: a kernel SINK -> the kernel with the opts cached for it, else those a beam search of width n
     finds (then cached). Kernels with recorded opts, NOOPT=1, or kernels not searchable get optimize()'s opts."""
     info = ast.arg if isinstance(ast.arg, KernelInfo) else None
     if (info is not None and info.opts) or config.NOOPT.value or not axes(ast) or not searchable(ast):
-        return optimize(ast, threads)
-    key = cache_key(device, ast, threads, int(config.BEAM.value))
+        return optimize(ast, target)
+    key = cache_key(device, ast, target, int(config.BEAM.value))
     opts = load_opts(key)
     if opts is not None:
         try:
@@ -84,7 +84,7 @@ def beam_optimize(device: str, ast: UOp, threads: int, lower: Lower) -> UOp:
         except OptError:  # a stale entry (the opts changed meaning): search again
             pass
     timer = CandidateTimer(device, ast, lower)
-    best = optimize(ast, threads, measure=timer)
+    best = optimize(ast, target, measure=timer)
     chosen = best.arg.opts if isinstance(best.arg, KernelInfo) else ()
     timer.finish(chosen)
     save_opts(key, chosen)
@@ -207,10 +207,12 @@ class CandidateTimer:
 # ---- the disk cache of chosen opts
 
 
-def cache_key(device: str, ast: UOp, threads: int, width: int) -> str:
-    """A stable name for (kernel, device, compiler, threads, width): the hash of the kernel's printed form."""
+def cache_key(device: str, ast: UOp, target: Target, width: int) -> str:
+    """A stable name for (kernel, device, compiler and the machine it compiles for, target, width): the hash of the
+    kernel's printed form."""
     compiler = Device[device].compiler
-    parts = (str(CACHE_VERSION), device, type(compiler).__name__, getattr(compiler, "cc", ""), str(threads))
+    machine = getattr(compiler, "machine", "")
+    parts = (str(CACHE_VERSION), device, type(compiler).__name__, getattr(compiler, "cc", ""), machine, repr(target))
     text = "\0".join((*parts, str(width), repr(ast)))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 

@@ -10,6 +10,7 @@ import hashlib
 import mmap
 import os
 import pathlib
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -20,6 +21,7 @@ import numpy as np
 
 from unigrad import config
 from unigrad.dtype import DType
+from unigrad.pipeline.optimize import Target
 from unigrad.render.c import CLanguage
 from unigrad.render.cstyle import KernelSignature
 from unigrad.runtime import Allocator, Compiled, Compiler, to_numpy_dtype
@@ -89,6 +91,44 @@ class CPUAllocator(Allocator):
         return out
 
 
+def vector_unit(flags: frozenset[str], machine: str) -> tuple[int, int]:
+    """(bytes per vector register, vector registers) of a CPU with these /proc/cpuinfo flags ("flags" on x86,
+    "Features" on ARM) and `platform.machine()`: what `-march=native` code can use."""
+    if machine in ("x86_64", "AMD64", "i686", "i386"):
+        if "avx512f" in flags:
+            return 64, 32
+        return (32, 16) if "avx2" in flags or "avx" in flags else (16, 16)
+    if machine in ("aarch64", "arm64"):
+        return 16, 32  # NEON (SVE's width is not known at compile time)
+    return 16, 16
+
+
+@functools.cache
+def host_cpu() -> tuple[frozenset[str], str]:
+    """This machine's CPU: (its feature flags, a name that changes with the model and flags: compiled kernels and
+    BEAM choices are cached under it, as -march=native code for one CPU may not run on another)."""
+    flags: frozenset[str] = frozenset()
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("flags", "Features") and not flags:
+                    flags = frozenset(value.split())
+                elif key in ("model name", "CPU part") and not model:
+                    model = value.strip()
+    except OSError:  # not Linux: the compiler still targets the host; the name is the platform's
+        model = platform.processor()
+    digest = hashlib.sha256(" ".join(sorted(flags)).encode()).hexdigest()[:8]
+    return flags, f"{platform.machine()} {model} {digest}"
+
+
+def host_vector_unit() -> tuple[int, int]:
+    """(vector bytes, vector registers) of this machine (64, 32 with AVX-512; 32, 16 with AVX2)."""
+    return vector_unit(host_cpu()[0], platform.machine())
+
+
 def _find_cc() -> str:
     if config.CC.value:
         return str(config.CC.value)
@@ -108,9 +148,10 @@ class CCompiler(Compiler):
 
     def __init__(self) -> None:
         self.cc = _find_cc()
+        self.machine = host_cpu()[1]  # -march=native: a binary is for this CPU only
 
     def key(self, src: str) -> str:
-        return hashlib.sha256("\0".join((self.cc, *self.flags, src)).encode()).hexdigest()[:32]
+        return hashlib.sha256("\0".join((self.cc, self.machine, *self.flags, src)).encode()).hexdigest()[:32]
 
     def compile(self, src: str) -> bytes:
         return self.compile_to_path(src).read_bytes()
@@ -197,14 +238,21 @@ class CPUProgram:
 
 class CPUDevice(Compiled):
     @property
-    def threads(self) -> int:
-        """Cores a kernel may use (the hand-coded opts split a THREAD axis this wide)."""
-        return n_threads()
+    def target(self) -> Target:
+        """The cores (THREADS), this CPU's vector width and its vector registers."""
+        return _target(n_threads())
 
     def build(self, name: str, src: str, sig: KernelSignature, linear: Any) -> tuple[bytes, CPUProgram]:
         path = self.compiler.compile_to_path(src)  # type: ignore[attr-defined]
         return path.read_bytes(), CPUProgram(name, path, sig)
 
 
+@functools.cache
+def _target(threads: int) -> Target:
+    vector_bytes, registers = host_vector_unit()
+    return Target(threads, vector_bytes, registers)
+
+
 def open_device(name: str) -> Compiled:
-    return CPUDevice(name, CPUAllocator(), CLanguage(), CCompiler(), CPUProgram)  # type: ignore[arg-type]
+    renderer = CLanguage(host_vector_unit()[0])
+    return CPUDevice(name, CPUAllocator(), renderer, CCompiler(), CPUProgram)  # type: ignore[arg-type]

@@ -276,15 +276,15 @@ def get_kernel(device: str, ast: UOp) -> CompiledKernel:
     """A kernel SINK -> its program on `device`: optimized (hand-coded opts, or BEAM search), lowered, compiled;
     cached by what decides the result."""
     dev = Device[device]
-    threads = getattr(dev, "threads", 1)
-    key = (device, ast, config.NOOPT.value, config.BEAM.value, threads)  # what decides the opts is part of the key
+    target = dev.target
+    key = (device, ast, config.NOOPT.value, config.BEAM.value, target)  # what decides the opts is part of the key
     if (ck := _program_cache.get(key)) is not None:
         return ck
     if config.DEBUG >= 5:
         print(f"--- kernel {ast.arg.name if ast.arg is not None else 'kernel'} ---\n{ast}")
     if config.SPEC.value:
         verify_kernel(ast)
-    ast = beam_optimize(device, ast, threads, lower) if config.BEAM.value else optimize(ast, threads)
+    ast = beam_optimize(device, ast, target, lower) if config.BEAM.value else optimize(ast, target)
     lowered = lower(device, ast)
     name, linear, src = lowered.name, lowered.linear, lowered.src
     if config.DEBUG >= 3:

@@ -1,6 +1,7 @@
 """Hand-coded CPU opts: which OptOps to apply to a kernel when no search (BEAM) is asked for.
 
-In: a kernel SINK from rangeify and the number of threads. Out: the list of Opts (apply_opts applies them).
+In: a kernel SINK from rangeify and the Target (threads, vector width and registers). Out: the list of Opts
+(apply_opts applies them).
   - a THREAD axis split off the outermost output loop, one chunk per core, when the kernel is big enough
     to pay for a dispatch (elementwise and matmul results stay bit-identical: each output is computed by
     the same code in one thread);
@@ -26,7 +27,7 @@ from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.symbolic import split_terms
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.expand import chain_tops, end_chain
-from unigrad.pipeline.optimize.opts import Opt, OptOps, axes, bound
+from unigrad.pipeline.optimize.opts import Opt, OptOps, Target, axes, bound
 
 MIN_THREAD_WORK = 1 << 16  # iterations (outputs x reduce size) below which one thread is faster
 # elementwise and plain reductions: iterations per thread chunk at most; the pool hands chunks out as cores free up,
@@ -40,14 +41,15 @@ SPLIT_ACC = 32  # independent accumulators of a reduction
 # decomposition)
 SCALAR_BODY = 2048
 TRANSCENDENTAL_OPS = 32
-# matmul register tile: amounts to try (largest first) for the outer and the inner (vector) axis; 8 x 16 measured
-# best of the tiles the scalar accumulators allow (bench/suite.py, matmul 1024 on this 2-core Zen 5)
+# matmul register tile: amounts to try (largest first) for the outer and the inner (vector) axis, the first whose
+# accumulators fit in half the vector registers: 8 x 16 floats on AVX-512 (8 of 32 zmm), 4 x 16 on AVX2 (8 of 16
+# ymm; 8 x 16 spills), each measured best of the tiles these amounts allow (bench/suite.py, matmul 1024 on a 2-core
+# Zen 5 and a 2-core Zen 3)
 TILE_OUTER = (8, 4, 2)
 TILE_INNER = (16, 8, 4)
 TILE_SMALL = (4, 2)  # output axes tiled beside vector lanes on a reduce axis (split accumulators)
 PANEL_BYTES = 4 << 20  # a matmul's B panel over this is cut into blocks (this machine: 1 MiB L2 per core, 32 MiB L3)
 MAX_TILE_BODY = 16384  # UOps of the reduce body times its upcast copies: bigger tiles only slow the C compiler
-VECTOR_BYTES = 64  # the CPU target's vector register (render/c.py CLanguage.vector_bytes: AVX-512)
 TRANSPOSE_STRIDE = 256  # a load this many elements apart along the store's contiguous axis makes a kernel a transpose
 MAX_VECTOR_BODY = 256  # UOps of an elementwise body upcast to a vector: expand copies it once per lane
 
@@ -58,7 +60,7 @@ def _output_chain(sink: UOp) -> list[UOp]:
     return end_chain(tops[0])[1] if tops else []
 
 
-def _vector_lanes(sink: UOp, r: UOp) -> int:
+def _vector_lanes(sink: UOp, r: UOp, vector_bytes: int) -> int:
     """Lanes of one vector of the kernel's stored dtype when every store is contiguous in r (stride 1), else 0."""
     stores = [u for u in sink.toposort() if u.op is Ops.STORE]
     if not stores or any(len(st.src[0].src) != 2 for st in stores):
@@ -68,7 +70,7 @@ def _vector_lanes(sink: UOp, r: UOp) -> int:
         terms, _ = split_terms(st.src[0].src[1])
         if dict(terms).get(r) != 1:
             return 0
-    return VECTOR_BYTES // itemsize
+    return vector_bytes // itemsize
 
 
 def _loads(sink: UOp) -> list[UOp]:
@@ -97,7 +99,7 @@ def _contiguous_in(idx: UOp, r: UOp) -> bool:
 
 
 def _register_tile(
-    sink: UOp, outputs: list[UOp], reduce: UOp, size_of: Callable[[UOp], int]
+    sink: UOp, outputs: list[UOp], reduce: UOp, size_of: Callable[[UOp], int], target: Target
 ) -> list[tuple[UOp, int, AxisType]]:
     """Register tiling of a matmul-like kernel (a reduce under two or more output axes): (axis, amount, type) splits.
 
@@ -107,19 +109,26 @@ def _register_tile(
     not oh x ow), the innermost of equals. When the innermost output cannot take lanes (a weight gradient
     dw[co, ci, kh, kw] = sum over n, oh, ow), the lanes go on the innermost reduce axis if every load is contiguous
     in it (split accumulators, one vector each), and two output axes that complement each other's reuse (co: the
-    input loads do not depend on it; ci: the gradient loads do not) take a small tile."""
+    input loads do not depend on it; ci: the gradient loads do not) take a small tile. Every tile's accumulators
+    (vectors) fit in half of the target's vector registers."""
     body = max(len(u.src[0].toposort()) for u in sink.toposort() if u.op is Ops.REDUCE)
     loads = _load_indices(sink)
+    accumulators = max(1, target.vector_registers // 2)
+    itemsize = max(u.dtype.itemsize for u in sink.toposort() if u.op is Ops.REDUCE)
+
+    def registers(elements: int) -> int:  # vector registers that many accumulated elements take
+        return -(-elements * itemsize // target.vector_bytes) if target.vector_bytes else elements
 
     def fit(r: UOp, amounts: tuple[int, ...], copies: int) -> int | None:
         size = size_of(r)
-        return next((a for a in amounts if size % a == 0 and size > a and body * copies * a <= MAX_TILE_BODY), None)
+        ok = (a for a in amounts if size % a == 0 and size > a and body * copies * a <= MAX_TILE_BODY)
+        return next((a for a in ok if registers(copies * a) <= accumulators), None)
 
     def reuse(r: UOp, of: list[UOp]) -> frozenset[UOp]:
         return frozenset(idx for idx in of if r not in idx.toposort())
 
     inner = outputs[-1]
-    if _vector_lanes(sink, inner) and (lanes := fit(inner, TILE_INNER, 1)) is not None:
+    if _vector_lanes(sink, inner, target.vector_bytes) and (lanes := fit(inner, TILE_INNER, 1)) is not None:
         varying = [idx for idx in loads if inner in idx.toposort()]
         for outer in sorted(reversed(outputs[:-1]), key=lambda r: -len(reuse(r, varying))):  # stable: innermost
             if (amount := fit(outer, TILE_OUTER, lanes)) is not None:  # first of equals
@@ -172,7 +181,9 @@ def _scalar_copies(sink: UOp) -> int:
     return acc
 
 
-def hand_coded_opts(sink: UOp, threads: int) -> list[Opt]:
+def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
+    """The opts for a kernel on `target` (see the module docstring); [] for symbolic sizes."""
+    threads = target.threads
     rs = axes(sink)
     if any(bound(r) is None for r in rs):
         return []  # symbolic sizes: leave the loops as they are
@@ -192,7 +203,7 @@ def hand_coded_opts(sink: UOp, threads: int) -> list[Opt]:
 
     matmul_like = bool(reduces) and len(outputs) >= 2
     if matmul_like:  # register tiles pay at any size (threads do not)
-        tile = _register_tile(sink, outputs, reduces[-1], lambda r: sizes[rs.index(r)])
+        tile = _register_tile(sink, outputs, reduces[-1], lambda r: sizes[rs.index(r)], target)
         for r, amount, kind in tile:
             split(r, amount, kind)
         blocks = _panel_blocks(sink, tile, lambda r: sizes[rs.index(r)])
@@ -203,7 +214,7 @@ def hand_coded_opts(sink: UOp, threads: int) -> list[Opt]:
             split(r, acc, AxisType.UNROLL)
     elif outputs and len(sink.toposort()) <= MAX_VECTOR_BODY:  # vector lanes pay at any size (threads do not)
         r = outputs[-1]
-        lanes = _vector_lanes(sink, r)
+        lanes = _vector_lanes(sink, r, target.vector_bytes)
         if lanes > 1 and (other := _transpose_axis(sink, outputs)) is not None:
             r = other  # a transpose: lanes along the loads' contiguous axis, the stores scattered
         if lanes > 1 and sizes[rs.index(r)] % lanes == 0 and sizes[rs.index(r)] > lanes:

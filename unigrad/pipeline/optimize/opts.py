@@ -47,6 +47,19 @@ class Opt:
         return f"Opt({self.op!r}, {self.axis}, {self.arg!r})"
 
 
+@dataclass(frozen=True)
+class Target:
+    """What the optimizer knows of the device a kernel will run on (the runtime's device says: CPUDevice.target).
+
+    threads: cores a THREAD axis may split over; vector_bytes: the width of one vector register (0: scalar code
+    only); vector_registers: how many vector registers there are (a register tile keeps its accumulators in half
+    of them: the rest hold the loaded operands)."""
+
+    threads: int = 1
+    vector_bytes: int = 0
+    vector_registers: int = 16
+
+
 class OptError(ValueError):
     """An opt that cannot apply to this kernel."""
 
