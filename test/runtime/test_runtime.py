@@ -1,6 +1,7 @@
 """Devices, the compile cache, DEBUG output and kernelize/realize, on CPU and PYTHON."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -10,7 +11,7 @@ import pytest
 from unigrad import Context, Device, Tensor, dtypes
 from unigrad.ir.ops import Ops
 from unigrad.runtime import realize as rt
-from unigrad.runtime.ops_cpu import HUGE_PAGE, CCompiler
+from unigrad.runtime.ops_cpu import GCC_FLAGS, HUGE_PAGE, CCompiler
 
 DEVICES = ["CPU", "PYTHON"]
 
@@ -79,6 +80,30 @@ def test_compile_cache_on_disk(tmp_path):
         assert cc.compile_to_path(src + "\n") != p1  # the key is the source (and flags)
     with Context(CACHEDIR=str(tmp_path)), pytest.raises(RuntimeError, match="failed to compile"):
         cc.compile_to_path("this is not C")
+
+
+def test_compiler_choice_and_flags():
+    """gcc by default (GCC_FLAGS: its pre-allocation scheduling keeps a register tile's operands in registers);
+    another compiler (clang) gets the common flags only, as it rejects gcc's."""
+    with Context(CC=""):
+        cc = CCompiler()
+    if shutil.which("gcc"):
+        assert cc.cc == "gcc" and cc.flags[-len(GCC_FLAGS) :] == GCC_FLAGS
+    with Context(CC="clang"):
+        assert not set(GCC_FLAGS) & set(CCompiler().flags)
+
+
+def test_kernel_source_holds_only_the_helpers_it_calls():
+    """A float32 kernel's C has no bitcast helper (no _Float16 at all: clang 14 rejects the type on x86 without
+    AVX-512 FP16, and every kernel failed to compile with it); a bitcast kernel has exactly its own; both run."""
+    x = Tensor(np.array([1.0, -2.5, 0.0], dtype=np.float32))
+    np.testing.assert_array_equal((x * 2).numpy(), [2.0, -5.0, 0.0])
+    (src,) = [rt.get_kernel("CPU", ast).source for ast in rt.stats.last_kernels]
+    assert "bitcast_" not in src and "_Float16" not in src
+    got = x.bitcast(dtypes.int32).numpy()
+    np.testing.assert_array_equal(got, np.array([1.0, -2.5, 0.0], dtype=np.float32).view(np.int32))
+    (src,) = [rt.get_kernel("CPU", ast).source for ast in rt.stats.last_kernels]
+    assert "bitcast_float32_int32(" in src and src.count("static inline int bitcast_") == 1 and "_Float16" not in src
 
 
 @pytest.mark.parametrize("device", DEVICES)

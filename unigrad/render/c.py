@@ -54,9 +54,13 @@ def _bitcast_helper(src: DType, dst: DType) -> str:
 
 # every pair of distinct int/float dtypes of one size (bool and index have no bit layout to reinterpret)
 _BITS_TYPES = [dt for dt in C_TYPES if dt.kind in "iuf"]
-BITCAST_HELPERS = "\n".join(
-    _bitcast_helper(a, b) for a in _BITS_TYPES for b in _BITS_TYPES if a is not b and a.itemsize == b.itemsize
-)
+# ... by name; a kernel's source holds only those it calls (clang 14 refuses any _Float16 on x86 without AVX-512 FP16)
+BITCAST_HELPERS = {
+    f"bitcast_{a.name}_{b.name}(": _bitcast_helper(a, b)
+    for a in _BITS_TYPES
+    for b in _BITS_TYPES
+    if a is not b and a.itemsize == b.itemsize
+}
 
 
 # non-temporal stores of one whole vector register without <immintrin.h> (it costs ~0.1 s of compile time per
@@ -88,7 +92,7 @@ FMA_FUNCS = {dtypes.float32: "__builtin_fmaf", dtypes.float64: "__builtin_fma"} 
 
 
 class CLanguage(CStyleLanguage):
-    prelude = PRELUDE + "\n" + BITCAST_HELPERS
+    prelude = PRELUDE
     types = C_TYPES
     vector_bytes = 64  # the default (AVX-512); the CPU device passes its host's width (ops_cpu.host_vector_unit)
     buffer_align = 64  # ops_cpu.CPUAllocator aligns every buffer to this
@@ -105,6 +109,12 @@ class CLanguage(CStyleLanguage):
         """vector_bytes: the width of the target's vector registers (64 AVX-512, 32 AVX2, 16 SSE/NEON): vector
         values are that wide, and only whole registers are streamed (nt_store) or prefetched."""
         self.vector_bytes = vector_bytes
+
+    def helpers(self, body: str) -> str:
+        """The bitcast helpers `body` calls."""
+        if "bitcast_" not in body:
+            return ""
+        return "\n".join(definition for call, definition in BITCAST_HELPERS.items() if call in body)
 
     def load_hint(self, u: UOp, ptr: str, buffer_bytes: int, once: bool) -> str:
         if once and buffer_bytes >= STREAM_MIN_BYTES and u.shape[0] * u.dtype.itemsize == self.vector_bytes:

@@ -457,11 +457,14 @@ class CStyleLanguage:
         if streamed:
             lines.append("  " + self.stream_fence)
         body = "\n".join(lines)
-        prelude = "\n".join(
-            p for p in (self.prelude, self.stream_prelude if streamed else "", self.vector_typedefs(uops)) if p
-        )
+        parts = (self.prelude, self.helpers(body), self.stream_prelude if streamed else "", self.vector_typedefs(uops))
+        prelude = "\n".join(p for p in parts if p)
         src = f"{prelude}\n{self.signature(sig)} {{\n{body}\n}}\n"
         return (src + self.thread_entry(sig) if sig.threads else src), sig
+
+    def helpers(self, body: str) -> str:
+        """Definitions of the helper functions `body` calls that the prelude does not hold (default: none)."""
+        return ""
 
     def thread_entry(self, sig: KernelSignature) -> str:
         """`name_entry(bufs, vars, core)`: the kernel behind one generic signature, for the worker pool."""
