@@ -182,6 +182,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     """A lazy n-dimensional array on a device."""
 
     __slots__ = ("uop", "device", "_requires_grad", "grad", "__weakref__")
+    __array_ufunc__ = None  # numpy defers to us: np.float32(2) * t is t.__rmul__, a Tensor (not an object array)
     no_grad: bool = False  # class-wide: results built while set do not require grad (see unigrad.no_grad)
     training: bool = False  # class-wide, tinygrad's flag for train-time behaviour (dropout, batchnorm statistics)
 
@@ -749,7 +750,10 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             dt = promote_with_dims(self.dtype, len(xs) == 0, other.dtype, len(ys) == 0)
             shape = _broadcast_shape(op, xs, ys)
             x, y = self.cast(dt)._broadcast_to(shape), other.cast(dt)._broadcast_to(shape)
-        elif isinstance(other, (bool, int, float)):
+        elif isinstance(other, (bool, int, float, np.bool_, np.integer, np.floating)):
+            other = (
+                other.item() if isinstance(other, np.generic) else other
+            )  # a numpy scalar is a Python scalar (torch)
             dt = result_dtype_with_scalar(self.dtype, other)
             x = self.cast(dt)
             y = x._const_like(other, dt)

@@ -690,6 +690,21 @@ def test_binary_scalar(name, dtype, scalar, reflected, device, rng):
         check(fn(t, scalar), ref_fn(tt, scalar))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int32", "float16"])
+@pytest.mark.parametrize("scalar", [np.float32(0.5), np.float64(-2.0), np.int64(3), np.int32(-1), np.bool_(True)])
+def test_binary_numpy_scalar(dtype, scalar, rng):
+    """A numpy scalar is taken as the Python scalar it holds, on either side, as torch does (it was a TypeError)."""
+    x = rand(rng, (3, 4), dtype, "positive")
+    t, tt = Tensor(x), torch.from_numpy(x)
+    fns = [lambda a, b: a * b, lambda a, b: a + b, lambda a, b: a < b, lambda a, b: b * a]
+    if not isinstance(scalar, np.bool_):  # torch refuses bool - tensor and tensor ** bool
+        fns += [lambda a, b: b - a, lambda a, b: a ** abs(b)]
+    for fn in fns:
+        check(fn(t, scalar), fn(tt, scalar.item()), rtol=1e-3, atol=1e-3)
+    check(t.maximum(scalar), torch.maximum(tt, torch.tensor(scalar.item())), rtol=1e-3)
+    check((t > 1).where(t, scalar), torch.where(tt > 1, tt, scalar.item()), rtol=1e-3)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", ["float32", "int32", "bool"])
 def test_binary_scalar_0d(dtype, device, rng):

@@ -5,13 +5,15 @@ import pytest
 
 from unigrad import Tensor, Variable, dtypes
 from unigrad.ir.args import AddrSpace, ParamArg
-from unigrad.ir.ops import Ops
+from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.spec import verify_kernel, verify_linear
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.callify import callify
 from unigrad.pipeline.expand import expand
 from unigrad.pipeline.linearize import linearize
+from unigrad.pipeline import rangeify as rangeify_mod
 from unigrad.pipeline.rangeify import rangeify, view_index
+from unigrad.runtime import realize as rt
 
 k = Variable("k", 1, 100)
 x, y = Variable("x", 0, 100), Variable("y", 0, 100)
@@ -181,6 +183,43 @@ def test_callify_graph_deeper_than_the_recursion_limit():
     for i in range(3000):
         want = want * np.float32(1.0001) if i % 2 else want + np.float32(0.001)
     np.testing.assert_allclose(y.numpy(), want, rtol=1e-4)
+
+
+def _body_ops(ast: UOp) -> int:
+    """A kernel's ALU and REDUCE ops, a transcendental counted as rangeify does."""
+    heavy = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.POW}
+    return sum(
+        rangeify_mod.TRANSCENDENTAL_OPS if u.op in heavy else 1
+        for u in ast.toposort()
+        if u.op in GroupOp.ALU or u.op is Ops.REDUCE
+    )
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["sin_exp_chain", "where_chain"])
+def test_kernel_bodies_are_cut_past_the_limit(monkeypatch: pytest.MonkeyPatch, shared: bool) -> None:
+    """A long elementwise chain is cut into kernels of at most about twice MAX_KERNEL_OPS (here made small): one
+    kernel took a minute of C compile for 1200 ops with sines. A value used three times a step (where) is counted
+    once per node, not as a tree (exponential); a short chain stays one kernel. Results equal numpy's."""
+    monkeypatch.setattr(rangeify_mod, "MAX_KERNEL_OPS", 200)
+    xn = np.random.default_rng(0).standard_normal(33).astype(np.float32)
+    x = Tensor(xn)
+
+    def chain(y, lib, steps):
+        for i in range(steps):
+            if shared:
+                y = lib.where(y > 0.1, y * np.float32(0.9), y + np.float32(0.05))
+            else:
+                y = lib.sin(y * np.float32(0.5) + np.float32(0.1)) if i % 2 else lib.exp(y * np.float32(0.25)) - 1
+        return y
+
+    lib = type("lib", (), {"where": staticmethod(lambda c, a, b: c.where(a, b)), "sin": Tensor.sin, "exp": Tensor.exp})
+    steps = 120 if shared else 24
+    got = chain(x, lib, steps).numpy()
+    np.testing.assert_allclose(got, chain(xn, np, steps), rtol=1e-5, atol=1e-5)
+    kernels = list(rt.stats.last_kernels)
+    assert len(kernels) >= 3 and all(_body_ops(k) <= 2 * 200 + 2 * rangeify_mod.TRANSCENDENTAL_OPS for k in kernels)
+    chain(x, lib, 2).realize()
+    assert len(rt.stats.last_kernels) == 1
 
 
 # ---------------------------------------------------------------- arange folding and recompute

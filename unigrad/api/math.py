@@ -21,6 +21,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from unigrad.dtype import ConstType, DType, dtypes
 
 if TYPE_CHECKING:
@@ -470,6 +472,8 @@ class MathMixin:
         use repeated squaring; others exp2(y*log2|x|) with C pow's sign and special-value rules."""
         from unigrad.tensor import Tensor
 
+        if isinstance(exponent, np.generic):  # a numpy scalar is a Python scalar (as in torch)
+            exponent = exponent.item()
         if isinstance(exponent, Tensor) or reverse:
             x, y = self._broadcasted(exponent, "pow", reverse)
             if x.dtype is dtypes.bool:

@@ -16,7 +16,9 @@ elementwise values broadcast by an EXPAND (many buffers or ops, or a transcenden
 values that read many buffers and feed two kernels or more (a residual stream), REDUCEs that feed two kernels or
 more (recomputed, each kernel would round them its own way), and big REDUCEs reduced again by another REDUCE (a
 nested reduction would be one loop nest that tiling cannot shape). A costly value is decided before the REDUCEs
-under it: a LayerNorm's rsqrt(var + eps) is computed in the variance's kernel.
+under it: a LayerNorm's rsqrt(var + eps) is computed in the variance's kernel. Last, a kernel body past
+MAX_KERNEL_OPS ops (transcendentals counted as their decomposition) is cut by materializing the elementwise value
+where it passes the limit: C compile time grows faster than linearly with the body.
 Everything else fuses into the kernel that consumes it.
 """
 
@@ -43,6 +45,11 @@ MIN_RECOMPUTE_FACTOR = 8
 RECOMPUTE_LOADS = 3
 RECOMPUTE_OPS = 8
 SHARED_LOADS = 4  # an elementwise value two kernels read is materialized when it reads this many buffers
+# a kernel body is cut past this many ops, a transcendental counting TRANSCENDENTAL_OPS (the primitives isel
+# decomposes it into). A 1200-op chain with 600 sines and exps: one kernel 60 s to lower and compile; cut at 1024
+# (21 kernels) 16 s, at 4096 (6 kernels) 10 s, at 8192 18 s; a 300-op one: about 3 s at 4096 or uncut
+MAX_KERNEL_OPS = 4096
+TRANSCENDENTAL_OPS = 32
 
 
 @dataclass
@@ -501,7 +508,36 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
         ):
             realize.add(u)
         feeds[u] = ks
+    _cap_kernel_bodies(topo, realize)
     return realize
+
+
+def _cap_kernel_bodies(topo: list[UOp], realize: set[UOp]) -> None:
+    """Materialize each elementwise value whose kernel body (its graph down to materialized values and buffers)
+    passes MAX_KERNEL_OPS ops, in topological order, so every kernel body stays within about twice the limit.
+
+    A body is counted exactly, as a bitmask of its ALU and REDUCE nodes (the union of its sources' masks): a value
+    used three times per step, y = where(y > a, y * b, y + c), makes a count of the body as a tree exponential in
+    the chain's length. Transcendentals, also in a second mask, count TRANSCENDENTAL_OPS each."""
+    body: dict[UOp, int] = {}  # the nodes of u's body within its kernel, one bit each
+    heavy = 0  # the bits of transcendental nodes
+    bits = 0  # nodes numbered so far
+    for u in topo:
+        if u in realize or _is_buffer_leaf(u):
+            continue
+        mask = 0
+        for s in u.src:
+            mask |= body.get(s, 0)
+        if u.op in GroupOp.ALU or u.op is Ops.REDUCE:
+            mask |= 1 << bits
+            if u.op in GroupOp.Transcendental:
+                heavy |= 1 << bits
+            bits += 1
+        ops = mask.bit_count() + (TRANSCENDENTAL_OPS - 1) * (mask & heavy).bit_count()
+        if ops > MAX_KERNEL_OPS and u.op in GroupOp.ALU:
+            realize.add(u)  # its consumers read it from a buffer: their bodies start again from nothing
+        else:
+            body[u] = mask
 
 
 def _broadcast_factor(e: UOp) -> int:
