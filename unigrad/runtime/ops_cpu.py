@@ -118,6 +118,8 @@ def host_cpu() -> tuple[frozenset[str], str]:
                     flags = frozenset(value.split())
                 elif key in ("model name", "CPU part") and not model:
                     model = value.strip()
+                if flags and model:
+                    break  # the first core's lines: the others repeat them
     except OSError:  # not Linux: the compiler still targets the host; the name is the platform's
         model = platform.processor()
     digest = hashlib.sha256(" ".join(sorted(flags)).encode()).hexdigest()[:8]
