@@ -1,5 +1,7 @@
 """The symbolic simplifier: index expressions come out as a person writes them (hand-written cases)."""
 
+import itertools
+
 import pytest
 
 from unigrad import Variable
@@ -322,3 +324,43 @@ def test_digit_rules_shapes():
     # not a power of two, or a range wider than one step: the where stays
     kept = ((w % c(16)) < c(6)).where(UOp.const(dtypes.int64, 0), UOp.const(dtypes.int64, 6))
     assert simplify(kept).op is Ops.WHERE
+
+
+# ---------------------------------------------------------------- a sum with a small rest: x = c*S + T, 0 <= T < c
+
+
+a4, b8, s3 = Variable("a4", -3, 4), Variable("b8", 0, 7), Variable("s3", 0, 2)
+
+
+@pytest.mark.parametrize(
+    "expr, want",
+    [
+        ((a4 * c(8) + b8) // c(16), "(a4//2)"),  # b8 < 8: the quotient does not see it
+        ((a4 * c(8) + b8) % c(16), "(((a4%2)*8)+b8)"),
+        ((a4 * c(24) + s3 * c(8) + b8) // c(48), "(a4//2)"),  # gcd 8, then s3 < 3 is a small rest of a4*3
+        ((a4 * c(24) + s3 * c(8) + b8 + c(0)) % c(16), None),
+        ((a4 * c(6) + b8) // c(12), None),  # b8 reaches 7 >= 6: not a small rest, nothing folds
+        ((a4 * c(8) + b8 * c(2)) // c(16), None),  # the rest reaches 14 >= 8
+    ],
+    ids=lambda e: e.render() if isinstance(e, UOp) else str(e),
+)
+def test_small_rest_rule_agrees_with_evaluation(expr, want):
+    """x // d and x % d for x = c*S + T with c | d and T in [0, c): S // (d/c) and (S % (d/c))*c + T, checked on
+    every point (negative S included: floor semantics)."""
+    out = simplify(expr)
+    if want is not None:
+        assert out.render() == want
+    names = [v for v in (a4, b8, s3) if v in expr.toposort()]
+    for point in itertools.product(*(range(v.vmin, v.vmax + 1) for v in names)):
+        env = {v.arg.name: p for v, p in zip(names, point)}
+        assert evaluate(out, env) == evaluate(expr, env), (env, out.render())
+
+
+def test_reshaped_flat_index_folds_back():
+    """A contiguous (32, 64, 32, 32) buffer read through a (256, 8192) split of its flat index (a split reduce),
+    the inner axis upcast by 32: the unflattened 4-D index sums back to the flat index (it stayed div/mod math per
+    lane, and the kernel ran scalar at a fifth of the memory speed)."""
+    r0, r1, lane = UOp.range(256, 0), UOp.range(256, 1), UOp.range(32, 2)
+    flat = r0 * 8192 + r1 * 32 + lane
+    idx = (flat // c(65536)) * 65536 + ((flat // c(1024)) % c(64)) * 1024 + ((flat // c(32)) % c(32)) * 32
+    assert simplify(idx + flat % c(32)) is simplify(flat)

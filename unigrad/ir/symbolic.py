@@ -100,21 +100,30 @@ def combine_terms(terms: list[tuple[UOp, int]]) -> list[tuple[UOp, int]]:
             if k == 0 or c <= 0:
                 continue
             q = UOp(Ops.IDIV, (x, c_u))
-            if coef.get(q) == c * k:  # (x//c)*c*k + (x%c)*k -> x*k
-                del coef[t], coef[q]
-                coef[x] = coef.get(x, 0) + k
+            if coef.get(q) == c * k:  # (x//c)*c*k + (x%c)*k -> x*k, where the quotient was
+                coef = _merged(coef, q, t, x, k)
                 merged = True
                 continue
             for d in list(coef):  # ((x//c)%n)*c*k + (x%c)*k -> (x%(c*n))*k
                 if d.op is Ops.MOD and d.src[0] is q and d.src[1].op is Ops.CONST and coef[d] == c * k:
                     n = d.src[1].arg.value
                     if n > 0 and sum_fits(x, [], c * n):
-                        del coef[t], coef[d]
-                        wide = UOp(Ops.MOD, (x, _c(x, c * n)))
-                        coef[wide] = coef.get(wide, 0) + k
+                        coef = _merged(coef, d, t, UOp(Ops.MOD, (x, _c(x, c * n))), k)
                         merged = True
                         break
     return [(t, k) for t, k in coef.items() if k != 0]
+
+
+def _merged(coef: dict[UOp, int], at: UOp, drop: UOp, new: UOp, k: int) -> dict[UOp, int]:
+    """coef with the terms `at` and `drop` replaced by k*new, placed where `at` was (or added to new's own
+    coefficient): a merged sum keeps its terms' order, so the same index built two ways is the same node."""
+    out: dict[UOp, int] = {}
+    for t, v in coef.items():
+        if t is at:
+            out[new] = out.get(new, 0) + k
+        elif t is not drop:
+            out[t] = out.get(t, 0) + v
+    return out
 
 
 def sum_is_canonical(u: UOp) -> bool:
@@ -203,7 +212,7 @@ def fold_divmod(u: UOp) -> UOp | None:
     # the common case first, without building lists: nothing moves into Q, no common factor, R's range
     # spans more than one multiple of d
     q_const, r_const = divmod(const, d)
-    moved, g, lo, hi = q_const != 0, math.gcd(d, r_const), r_const, r_const
+    moved, g, lo, hi, kmax = q_const != 0, math.gcd(d, r_const), r_const, r_const, 0
     for t, k in terms:
         q, r = divmod(k, d)
         if q:
@@ -212,8 +221,12 @@ def fold_divmod(u: UOp) -> UOp | None:
             g = math.gcd(g, r)
             lo += r * t.vmin
             hi += r * t.vmax
+            if r > kmax:
+                kmax = r
     if lo // d != hi // d and g == 1 and not moved and (u.op is Ops.IDIV or r_const == const):
-        return None  # nothing to fold: x is its own remainder part
+        # x is its own remainder part; unless its largest coefficient (all are in (0, d) here) shares a factor
+        # with d: then x may be c*S + T with a small T
+        return fold_divmod_small_rest(u, x, terms, const, d) if math.gcd(kmax, d) > 1 else None
     q_terms = [(t, k // d) for t, k in terms if k // d != 0]
     r_terms = [(t, k % d) for t, k in terms if k % d != 0]
     if not (sum_fits(x, terms, const) and sum_fits(x, r_terms, r_const)):
@@ -234,6 +247,44 @@ def fold_divmod(u: UOp) -> UOp | None:
     if u.op is Ops.MOD and r is not x:
         return UOp(Ops.MOD, (r, d_u))
     return None
+
+
+def fold_divmod_small_rest(u: UOp, x: UOp, terms: list[tuple[UOp, int]], const: int, d: int) -> UOp | None:
+    """x = c*S + T with c > 1 dividing d and 0 <= T < c (T: the terms of smallest coefficients and the constant):
+    x // d -> S // (d/c) and x % d -> (S % (d/c))*c + T, exact for floor semantics. A flattened index split at
+    another stride: (r0*8192 + r1) // 65536 -> r0 // 8 for r1 in [0, 8192), which lets a reshaped contiguous
+    buffer's unflattened index fold back to the flat one."""
+    if len(terms) < 2 or not sum_fits(x, terms, const):
+        return None
+    order = sorted(range(len(terms)), key=lambda j: -abs(terms[j][1]))  # term positions, largest coefficient first
+    # lo[i], hi[i]: the range of T = the terms at order[i:] + const, each suffix summed once
+    n = len(order)
+    lo, hi = [const] * (n + 1), [const] * (n + 1)
+    for j in range(n - 1, 0, -1):
+        t, k = terms[order[j]]
+        a, b = k * t.vmin, k * t.vmax
+        lo[j], hi[j] = lo[j + 1] + min(a, b), hi[j + 1] + max(a, b)
+    c = 0
+    for i in range(1, n):
+        c = math.gcd(c, terms[order[i - 1]][1])
+        if c <= 1:
+            return None  # the gcd only shrinks as more terms join the big part
+        if d % c == 0 and 0 <= lo[i] and hi[i] < c:
+            return _small_rest_split(u, x, terms, const, d, c, frozenset(order[:i]))
+    return None
+
+
+def _small_rest_split(
+    u: UOp, x: UOp, terms: list[tuple[UOp, int]], const: int, d: int, c: int, big: frozenset[int]
+) -> UOp:
+    """fold_divmod_small_rest's result, the terms kept in their order (S where its first term was)."""
+    s = build_sum(x, [(t, k // c) for j, (t, k) in enumerate(terms) if j in big], 0)
+    if u.op is Ops.IDIV:
+        return UOp(Ops.IDIV, (s, _c(x, d // c)))
+    wrapped = UOp(Ops.MUL, (UOp(Ops.MOD, (s, _c(x, d // c))), _c(x, c)))
+    first = min(big)
+    kept = [(wrapped, 1) if j == first else (t, k) for j, (t, k) in enumerate(terms) if j == first or j not in big]
+    return build_sum(x, kept, const)
 
 
 def fold_nested_div(x: UOp, a: UOp, b: UOp) -> UOp | None:
