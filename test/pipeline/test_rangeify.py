@@ -222,6 +222,18 @@ def test_kernel_bodies_are_cut_past_the_limit(monkeypatch: pytest.MonkeyPatch, s
     assert len(rt.stats.last_kernels) == 1
 
 
+@pytest.mark.parametrize("shape", [(6, 3, 100, 80), (5, 7, 41, 97)])
+def test_split_reduce_of_a_reshaped_buffer_reads_the_flat_index(shape: tuple[int, ...]) -> None:
+    """A sum over a whole multi-dim tensor runs as a split reduce over a (parts, rest) reshape of it: its loads
+    address the buffer by the flat index itself, no div/mod per element (the 4-D index of the split flat index
+    stayed div/mod math, scalar, a fifth of the memory speed); the result equals numpy's."""
+    xn = np.random.default_rng(1).random(shape).astype(np.float32)
+    got = Tensor(xn).sum().numpy()
+    np.testing.assert_allclose(got, xn.astype(np.float64).sum(), rtol=1e-5)
+    for ast in rt.stats.last_kernels:
+        assert not any(u.op in (Ops.IDIV, Ops.MOD) for u in ast.toposort()), ast
+
+
 # ---------------------------------------------------------------- arange folding and recompute
 
 

@@ -71,11 +71,29 @@ def _iu(x: int | UOp) -> UOp:
 
 
 def flatten_index(idxs: tuple[UOp, ...], shape: tuple) -> UOp:
-    """Row-major offset of a multi-index: ((i0*s1 + i1)*s2 + i2)..."""
+    """Row-major offset of a multi-index: ((i0*s1 + i1)*s2 + i2)..., or f itself when the indices are
+    unflatten_index(f, shape): a reshape read through another reshape, or a reshaped contiguous buffer, is
+    addressed by the flat index it came from (its digits would have to be summed back by the simplifier, which
+    cannot once f is a sum split at another stride: a 64x3x224x224 sum in 256 parts stayed div/mod math)."""
+    if (f := _unflattened(idxs, shape)) is not None:
+        return f
     out: UOp = UOp.index_const(0)
     for i, s in zip(idxs, shape):
         out = out * _iu(s) + i
     return out
+
+
+def _unflattened(idxs: tuple[UOp, ...], shape: tuple) -> UOp | None:
+    """f when idxs are exactly unflatten_index(f, shape) (then flattening them gives f for every integer f)."""
+    if not idxs or len(idxs) != len(shape):
+        return None
+    f = idxs[-1]
+    if f.op is Ops.MOD:
+        f = f.src[0]
+    if f.op is not Ops.IDIV or f.src[1].op is not Ops.CONST or f.src[1].arg.value != 1:
+        return None
+    f = f.src[0]
+    return f if tuple(unflatten_index(f, shape)) == tuple(idxs) else None
 
 
 def unflatten_index(flat: UOp, shape: tuple) -> list[UOp]:
