@@ -143,3 +143,7 @@ class GroupOp:
     Comparison = frozenset({Ops.CMPLT, Ops.CMPNE, Ops.CMPGT, Ops.CMPGE, Ops.CMPLE, Ops.CMPEQ})
     Associative = frozenset({Ops.ADD, Ops.MUL, Ops.MAX, Ops.XOR, Ops.OR, Ops.AND})
     All = frozenset(Ops)
+
+
+# the primitive ops a Transcendental decomposes into (isel), about: a body's size in C counts each as this many
+TRANSCENDENTAL_OPS = 32

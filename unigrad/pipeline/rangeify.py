@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from unigrad.dtype import DType, dtypes
 from unigrad.ir.args import AddrSpace, AxisType, KernelInfo, LoadArg, ParamArg, ReduceArg
-from unigrad.ir.ops import GroupOp, Ops
+from unigrad.ir.ops import TRANSCENDENTAL_OPS, GroupOp, Ops
 from unigrad.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from unigrad.ir.props import prod
 from unigrad.ir.symbolic import pm_symbolic, simplify_given_valid
@@ -49,7 +49,6 @@ SHARED_LOADS = 4  # an elementwise value two kernels read is materialized when i
 # decomposes it into). A 1200-op chain with 600 sines and exps: one kernel 60 s to lower and compile; cut at 1024
 # (21 kernels) 16 s, at 4096 (6 kernels) 10 s, at 8192 18 s; a 300-op one: about 3 s at 4096 or uncut
 MAX_KERNEL_OPS = 4096
-TRANSCENDENTAL_OPS = 32
 
 
 @dataclass

@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable
 
 from unigrad.ir.args import AxisType
-from unigrad.ir.ops import GroupOp, Ops
+from unigrad.ir.ops import TRANSCENDENTAL_OPS, GroupOp, Ops
 from unigrad.ir.symbolic import split_terms
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.expand import chain_tops, end_chain
@@ -40,7 +40,6 @@ SPLIT_ACC = 32  # independent accumulators of a reduction
 # with sines over a padded row was 10k lines and 7 s of gcc). A transcendental counts TRANSCENDENTAL_OPS (its
 # decomposition)
 SCALAR_BODY = 2048
-TRANSCENDENTAL_OPS = 32
 # matmul register tile: amounts to try (largest first) for the outer and the inner (vector) axis, the first whose
 # accumulators fit in half the vector registers: 8 x 16 floats on AVX-512 (8 of 32 zmm), 4 x 16 on AVX2 (8 of 16
 # ymm; 8 x 16 spills), each measured best of the tiles these amounts allow (bench/suite.py, matmul 1024 on a 2-core
