@@ -118,7 +118,7 @@ def test_vector_types_and_streaming_stores() -> None:
         (a * 2 + 1).realize()
         (src,) = sources()
         assert f"float32_v{F32} " in src and "data1[" not in src, src
-        assert ("nt_store(" in src) is streamed
+        assert (f"nt_store{VECTOR_BYTES}(" in src) is streamed
     Tensor(floats(1 << 20)).sum().realize()
     split = ", ".join(f"acc0_v{i}" for i in range(32 // F32))
     assert f"float32_v{F32} {split};" in sources()[0]  # 32 split accumulators held as whole vectors
@@ -160,6 +160,29 @@ def test_streamed_inputs_prefetched_non_temporal(vector_bytes: int, registers: i
     (src,) = sources_for(vector_bytes, registers)
     assert "__builtin_prefetch" not in src, src
     np.testing.assert_allclose(got, x @ w, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("vector_bytes,registers", [(64, 32), (32, 16), (16, 16)], ids=["avx512", "avx2", "sse"])
+def test_streaming_kernel_of_any_width_compiles_and_runs(vector_bytes: int, registers: int) -> None:
+    """A streamed elementwise kernel rendered for 64-, 32- or 16-byte vector registers compiles for this machine
+    whatever its own width (a non-temporal store the compiler has no instruction for is a plain store) and gives
+    numpy's result."""
+    n = STREAM_MIN_BYTES // 4
+    a = np.nan_to_num(floats(n))
+    ast, bufs = kernel_of(Tensor(a).realize() * 2 + 1, "CPU")
+    dev = Device["CPU"]
+    old = dev.renderer
+    dev.renderer = CLanguage(vector_bytes)
+    try:
+        lowered = rt.lower("CPU", optimize(ast, Target(2, vector_bytes, registers)))
+    finally:
+        dev.renderer = old
+    assert (f"nt_store{vector_bytes}(" in lowered.src) is (vector_bytes >= 32), lowered.src
+    _, program = dev.build(lowered.name, lowered.src, lowered.sig, lowered.linear)
+    for b in bufs:
+        b.ensure_allocated()
+    program(bufs, {})
+    np.testing.assert_array_equal(bufs[0].numpy(), a * 2 + 1)
 
 
 # ---------------------------------------------------------------- vector code == scalar code, op by op

@@ -64,18 +64,25 @@ BITCAST_HELPERS = {
 
 
 # non-temporal stores of one whole vector register without <immintrin.h> (it costs ~0.1 s of compile time per
-# kernel): clang's generic builtin, gcc's AVX-512 (64 bytes) or AVX (32 bytes) one, or a plain store; the fence
-# orders them before the kernel returns to the pool
+# kernel), by its size: clang's generic builtin, gcc's AVX-512 (64 bytes) or AVX (32 bytes) one, else a plain store
+# (a kernel rendered for a wider register than the compiler targets still compiles); the fence orders them before
+# the kernel returns to the pool
 STREAM_PRELUDE = """#if defined(__clang__)
-#define nt_store(p, v) __builtin_nontemporal_store((v), (__typeof__(v) *)(p))
-#elif defined(__AVX512F__)
-typedef long long nt_v8di __attribute__((vector_size(64)));
-#define nt_store(p, v) __builtin_ia32_movntdq512((nt_v8di *)(p), (nt_v8di)(v))
-#elif defined(__AVX__)
-typedef long long nt_v4di __attribute__((vector_size(32)));
-#define nt_store(p, v) __builtin_ia32_movntdq256((nt_v4di *)(p), (nt_v4di)(v))
+#define nt_store64(p, v) __builtin_nontemporal_store((v), (__typeof__(v) *)(p))
+#define nt_store32(p, v) __builtin_nontemporal_store((v), (__typeof__(v) *)(p))
 #else
-#define nt_store(p, v) (*(__typeof__(v) *)(p) = (v))
+#if defined(__AVX512F__)
+typedef long long nt_v8di __attribute__((vector_size(64)));
+#define nt_store64(p, v) __builtin_ia32_movntdq512((nt_v8di *)(p), (nt_v8di)(v))
+#else
+#define nt_store64(p, v) (*(__typeof__(v) *)(p) = (v))
+#endif
+#if defined(__AVX__)
+typedef long long nt_v4di __attribute__((vector_size(32)));
+#define nt_store32(p, v) __builtin_ia32_movntdq256((nt_v4di *)(p), (nt_v4di)(v))
+#else
+#define nt_store32(p, v) (*(__typeof__(v) *)(p) = (v))
+#endif
 #endif
 #if defined(__x86_64__)
 #define nt_fence() __builtin_ia32_sfence()
@@ -99,7 +106,7 @@ class CLanguage(CStyleLanguage):
     types = C_TYPES
     vector_bytes = 64  # the default (AVX-512); the CPU device passes its host's width (ops_cpu.host_vector_unit)
     buffer_align = 64  # ops_cpu.CPUAllocator aligns every buffer to this
-    stream_prefix = "nt_store("
+    stream_prefix = "nt_store"
     stream_prelude = STREAM_PRELUDE
     stream_fence = "nt_fence();"
     # isel replaces all of the spec's decomposed ops, libm's exp2/log2/sin/sqrt included: the PYTHON device
@@ -133,8 +140,9 @@ class CLanguage(CStyleLanguage):
             aligned
             and buffer_bytes >= STREAM_MIN_BYTES
             and u.src[0].shape[0] * u.src[0].dtype.itemsize == self.vector_bytes
+            and self.vector_bytes in (32, 64)  # the sizes STREAM_PRELUDE defines
         ):
-            return f"nt_store({ptr}, {value});"
+            return f"nt_store{self.vector_bytes}({ptr}, {value});"
         return super().store_vector(u, ptr, value, aligned, buffer_bytes)
 
     def can_vector(self, u: UOp) -> bool:
