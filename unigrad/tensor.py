@@ -390,6 +390,11 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
                     owner.uop = u
         return self
 
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """np.asarray(t) / np.array(t): the values, as .numpy() gives them (it was an object array of 0-d Tensors)."""
+        out = self.numpy()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
     def numpy(self) -> np.ndarray:
         if (fn := rt_jit.inside_jit()) is not None:
             raise rt_jit.JitError(

@@ -234,6 +234,21 @@ def test_from_numpy_scalar(device):
         check(Tensor(v, device=device), torch.tensor(v))
 
 
+@pytest.mark.parametrize("shape", [(), (0,), (1,), (3, 5), (2, 3, 4)])
+def test_numpy_asarray_gives_the_values(shape, rng):
+    """np.asarray / np.array of a Tensor are its values with its dtype, as for a torch tensor (they were object
+    arrays of 0-d Tensors); a non-contiguous view too; dtype= converts."""
+    x = rand(rng, shape, "float32")
+    t = Tensor(x)
+    for got in (np.asarray(t), np.array(t), np.asarray(t.T if len(shape) > 1 else t)):
+        assert got.dtype == np.float32 and isinstance(got, np.ndarray)
+    np.testing.assert_array_equal(np.asarray(t), x)
+    if len(shape) > 1:
+        np.testing.assert_array_equal(np.asarray(t.T), x.T)
+    assert np.asarray(t, dtype=np.float64).dtype == np.float64
+    np.testing.assert_array_equal(np.asarray(Tensor(x.astype(np.int32))), x.astype(np.int32))
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_from_numpy_float64_scalar(device):
     # np.float64 is a Python float subclass; PyTorch keeps its dtype
