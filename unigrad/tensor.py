@@ -73,6 +73,10 @@ def _norm_axis(op: str, axis: int, ndim: int) -> int:
 SPLIT_REDUCE_MIN = 1 << 17  # reduced elements per output from which a reduce runs as two kernels
 SPLIT_REDUCE_MAX_OUT = 64  # ... when it has at most this many outputs (more outputs already fill the cores)
 SPLIT_REDUCE_PARTS = (256, 128, 64, 32, 16)  # partial results of such a reduce, the most that leaves each >= 1024
+# ... or, first, any count of parts in that range whose share is a multiple of this: each part's sum then gets split
+# accumulators and vector lanes (optimize/heuristic.py SPLIT_ACC). 1000 x 1000 in 64 parts of 15625 was one
+# scalar chain of 15625 adds per part (1e-3 relative error, and slow); in 250 parts of 4000 it is 32 chains
+SPLIT_REDUCE_SHARE_MULTIPLE = 32
 # matmul B packing (Tensor._packed_for_matmul): panels as wide as the register tile (16 floats: one AVX-512 vector,
 # two AVX2 ones; optimize/heuristic.py TILE_INNER), for a B of at least PACK_MIN_BYTES multiplied by at least
 # PACK_MIN_ROWS rows (the copy is then a small part of the work; a 512^3 matmul reads B's rows 2 KiB apart, which
@@ -1036,7 +1040,16 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         if n_red < SPLIT_REDUCE_MIN or n_out > SPLIT_REDUCE_MAX_OUT:
             return None
         keep = shape[: len(shape) - len(axes)]
-        parts = next((p for p in SPLIT_REDUCE_PARTS if n_red % p == 0 and n_red // p >= 1024), None)
+        parts = next(
+            (
+                p
+                for p in range(SPLIT_REDUCE_PARTS[0], SPLIT_REDUCE_PARTS[-1] - 1, -1)
+                if n_red % p == 0 and n_red // p >= 1024 and (n_red // p) % SPLIT_REDUCE_SHARE_MULTIPLE == 0
+            ),
+            None,
+        )
+        if parts is None:
+            parts = next((p for p in SPLIT_REDUCE_PARTS if n_red % p == 0 and n_red // p >= 1024), None)
         if parts is not None:
             x = self.reshape((*keep, parts, n_red // parts))
         else:  # no such divisor (a prime length): padded with the op's identity to a multiple of the parts

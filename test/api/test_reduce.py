@@ -313,6 +313,21 @@ def test_long_prime_length_reduce_splits_with_padding(n):
     np.testing.assert_allclose(Tensor(rows).sum(1).numpy(), rows.astype(np.float64).sum(1), rtol=2e-6, atol=2e-3)
 
 
+@pytest.mark.parametrize("shape", [(1000, 1000), (5**8,), (3, 390625), (2, 3, 5**7)])
+def test_long_reduce_with_odd_factors_is_accurate(shape):
+    """A long reduce whose length has few factors of two (1000 x 1000 = 2^6 * 5^6) is split into parts whose share
+    is a multiple of 32, so each part's sum has split accumulators: as accurate as a power-of-two length (64 parts
+    of 15625 were one chain of 15625 adds each: 1e-3 relative error)."""
+    # runs of 125 equal values (as a broadcast view sums them): rounding errors that add up instead of cancelling
+    x = np.repeat(np.random.default_rng(7).standard_normal(math.prod(shape) // 125), 125).astype(np.float32)
+    x = x.reshape(shape)
+    n_out = shape[0] if len(shape) == 2 and shape[0] == 3 else 1
+    got = Tensor(x).reshape(n_out, -1).sum(1).numpy()
+    exact = x.astype(np.float64).reshape(n_out, -1).sum(1)
+    bound = 2e-7 * np.abs(x.astype(np.float64)).reshape(n_out, -1).sum(1)  # of the summed magnitudes
+    assert np.all(np.abs(got - exact) <= bound), (got, exact, bound)
+
+
 @pytest.mark.parametrize("n", [1, 7, 1000, 131101])
 def test_half_sum_accumulates_in_float32(n):
     """float16/bfloat16 sums accumulate in float32 and round once, as torch: the result is the half value nearest
