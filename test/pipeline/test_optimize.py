@@ -459,11 +459,15 @@ def test_heuristics_block_a_big_matmul() -> None:
 
 def test_heuristics_transpose_vectorizes_along_the_loads() -> None:
     """(4, 64, 32, 32) -> (4, 32, 32, 64): the store is contiguous along the channels but the load reads them 1024
-    apart, so the lanes go along the loads' contiguous axis (width 32); the copy is exact."""
+    apart, so the lanes go along the loads' contiguous axis (width 32), beside TRANSPOSE_ROWS channels (each store
+    line gets that many elements at once); the copy is exact, and a 2-D transpose too."""
     a, an = realized(4, 64, 32, 32, device="CPU")
     ast, bufs = kernel_of(a.permute(0, 2, 3, 1).contiguous(), "CPU")
-    assert _upcast_sizes(ast, hand_coded_opts(ast, avx512(2))) == {32: (16, U)}
+    assert _upcast_sizes(ast, hand_coded_opts(ast, avx512(2))) == {32: (16, U), 64: (4, U)}
     np.testing.assert_array_equal(run(ast, bufs, None, "CPU"), an.transpose(0, 2, 3, 1).reshape(-1))
+    for n, m in ((256, 333), (1000, 64)):
+        b, bn = realized(n, m, device="CPU")
+        np.testing.assert_array_equal(b.T.contiguous().numpy(), bn.T)
 
 
 def test_noopt_keeps_the_plain_kernel() -> None:
