@@ -186,7 +186,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     """A lazy n-dimensional array on a device."""
 
     __slots__ = ("uop", "device", "_requires_grad", "grad", "__weakref__")
-    __array_ufunc__ = None  # numpy defers to us: np.float32(2) * t is t.__rmul__, a Tensor (not an object array)
+    __array_priority__ = 1000  # numpy defers binops to us (np.float32(2) * t is t.__rmul__: a Tensor), as for torch
     no_grad: bool = False  # class-wide: results built while set do not require grad (see unigrad.no_grad)
     training: bool = False  # class-wide, tinygrad's flag for train-time behaviour (dropout, batchnorm statistics)
 
