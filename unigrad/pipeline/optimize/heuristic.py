@@ -121,7 +121,7 @@ def _register_tile(
     body = max(len(u.src[0].toposort()) for u in sink.toposort() if u.op is Ops.REDUCE)
     loads = _load_indices(sink)
     accumulators = max(1, target.vector_registers // 2)
-    itemsize = max(u.dtype.itemsize for u in sink.toposort() if u.op is Ops.REDUCE)
+    itemsize = _acc_itemsize(sink)
 
     def registers(elements: int) -> int:  # vector registers that many accumulated elements take
         return -(-elements * itemsize // target.vector_bytes) if target.vector_bytes else elements
@@ -174,22 +174,27 @@ def _panel_blocks(sink: UOp, tile: list[tuple[UOp, int, AxisType]], size_of: Cal
     return next((k for k in range(want, n) if n % k == 0), None)
 
 
+def _acc_itemsize(sink: UOp) -> int:
+    """Bytes of one accumulated element (the widest REDUCE dtype of the kernel)."""
+    return max(u.dtype.itemsize for u in sink.toposort() if u.op is Ops.REDUCE)
+
+
 def _reduce_rows(
     sink: UOp, outputs: list[UOp], reduce: UOp, target: Target, size_of: Callable[[UOp], int]
 ) -> tuple[UOp, int] | None:
     """(axis, rows) for a row reduction (every load varying along the reduce axis is contiguous in it, and the
-    innermost output picks the row of one of them: a row sum, a matrix-vector product): that many rows reduced together, each in one vector of split accumulators,
-    SPLIT_ACC accumulators in all (AVX2: 4 rows of 8; AVX-512: 2 of 16). Independent rows beside each other give
-    the loop more parallel work and their horizontal sums are one vector each: a 512 x 128 row max 32 -> 17 us,
-    a 4096 x 4096 row sum 4.8 -> 3.8 ms on one Zen 3 core, against 32 accumulators in one row."""
-    lanes = target.vector_bytes // max(u.dtype.itemsize for u in sink.toposort() if u.op is Ops.REDUCE)
+    innermost output picks the row of one of them: a row sum, a matrix-vector product): that many rows reduced
+    together, each in one vector of split accumulators, SPLIT_ACC accumulators in all (AVX2: 4 rows of 8; AVX-512:
+    2 of 16). Independent rows beside each other give the loop more parallel work and their horizontal sums are one
+    vector each: a 512 x 128 row max 32 -> 17 us, a 4096 x 4096 row sum 4.8 -> 3.8 ms on one Zen 3 core, against 32
+    accumulators in one row."""
+    lanes = target.vector_bytes // _acc_itemsize(sink)
     if not outputs or lanes < 2 or SPLIT_ACC % lanes or SPLIT_ACC // lanes < 2:
         return None
-    if any(u.op in GroupOp.Transcendental for u in sink.toposort()):
+    topo = sink.toposort()
+    if any(u.op in GroupOp.Transcendental for u in topo):
         return None  # a compute-bound body (softmax's sum of exp) ran 2% slower in rows than along one row
-    if size_of(reduce) // lanes > MAX_CHAIN and any(
-        u.op is Ops.REDUCE and u.arg.op is not Ops.MAX for u in sink.toposort()
-    ):
+    if size_of(reduce) // lanes > MAX_CHAIN and any(u.op is Ops.REDUCE and u.arg.op is not Ops.MAX for u in topo):
         return None  # a long sum keeps SPLIT_ACC accumulators per row: fewer, each adds more, and rounds more
     varying = [idx for idx in _load_indices(sink) if reduce in idx.toposort()]
     row, rows = outputs[-1], SPLIT_ACC // lanes
@@ -240,10 +245,13 @@ def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
         blocks = _panel_blocks(sink, tile, lambda r: sizes[rs.index(r)])
     elif reduces:
         r = reduces[-1]
-        acc = SPLIT_ACC if not _gated(sink) else _scalar_copies(sink)
-        rows = _reduce_rows(sink, outputs, r, target, lambda x: sizes[rs.index(x)]) if not _gated(sink) else None
-        if rows is not None:  # one vector of accumulators per row, SPLIT_ACC elements in all
-            acc = SPLIT_ACC // rows[1]
+        rows = None
+        if _gated(sink):
+            acc = _scalar_copies(sink)
+        elif (rows := _reduce_rows(sink, outputs, r, target, lambda x: sizes[rs.index(x)])) is not None:
+            acc = SPLIT_ACC // rows[1]  # one vector of accumulators per row, SPLIT_ACC elements in all
+        else:
+            acc = SPLIT_ACC
         if acc > 1 and sizes[rs.index(r)] % acc == 0 and sizes[rs.index(r)] >= 4 * acc:
             split(r, acc, AxisType.UNROLL)
             if rows is not None:
