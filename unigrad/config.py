@@ -10,11 +10,13 @@ import contextlib
 import os
 import pathlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from unigrad.helpers import record
 
-@dataclass
+
+@record
 class Knob:
     name: str
     type: type

@@ -9,13 +9,14 @@ floats take the float; float16+bfloat16 meet at float32. Python scalars only pro
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Final
+
+from unigrad.helpers import record
 
 ConstType = bool | int | float
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(frozen=True, slots=True, eq=False)
 class DType:
     """A data type. Interned: each dtype is one object, compared and hashed by identity (fast, in C)."""
 

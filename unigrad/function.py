@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from unigrad.helpers import tree_fill, tree_flatten
+from unigrad.helpers import record, tree_fill, tree_flatten
 from unigrad.ir.args import FunctionArg, ParamArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
@@ -31,7 +30,7 @@ from unigrad.tensor import Tensor
 __all__ = ["function"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Traced:
     """A traced body: TUPLE of the results over PARAM(k) inputs, the structure of the results (Tensors replaced
     by their index), and which results require grad through tensors the body closes over."""

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from unigrad.helpers import record
 from unigrad.dtype import DType, dtypes, least_upper_dtype
 from unigrad.ir.sint import always_le, sadd, sint, smin, ssub
 from unigrad.ir.uop import UOp
@@ -124,7 +124,7 @@ def _every_inverse(v: Tensor, steps: Sequence[int], sizes: Sequence[int]) -> Ten
 # ---------------------------------------------------------------- indexing plan
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _DimIndex:
     """How basic indexing treats one dim of the source: keep [start, stop), flip it if `flip`, take every
     `step`-th element; `drop` for an integer index (the dim is removed)."""
@@ -136,7 +136,7 @@ class _DimIndex:
     drop: bool = False
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _IndexPlan:
     """An index expression split into its basic part (per source dim, plus new None/bool dims) and its
     advanced part (index tensors by position in the basic result)."""
@@ -147,7 +147,7 @@ class _IndexPlan:
     adv: tuple[tuple[int, Tensor], ...]  # (position in basic_shape, int64 index tensor)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Mask:
     """A bool tensor index: it covers mask.ndim dims and stands for the coordinates of its True elements."""
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from unigrad.helpers import record
 from unigrad.dtype import DType, dtypes
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def _ceil_extra(
 Label = str | int  # a subscript letter, or the position of a dim that '...' stands for (right-aligned)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EinsumSpec:
     inputs: tuple[tuple[Label, ...], ...]  # per operand, one label per dim
     output: tuple[Label, ...]

@@ -9,11 +9,11 @@ normals use Box-Muller; the rest are compositions of these.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from unigrad.helpers import record
 from unigrad.dtype import DType, dtypes, to_dtype
 from unigrad.ir.ops import Ops
 from unigrad.ir.sint import sint, smax, smin
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from unigrad.tensor import Tensor
 
 
-@dataclass
+@record
 class _RNGState:
     seed: int = 0
     counter: int = 0

@@ -1,4 +1,4 @@
-"""Typed payloads for UOp.arg: small frozen dataclasses, one per op that carries more than one value.
+"""Typed payloads for UOp.arg: small frozen records (helpers.record), one per op that carries more than one value.
 
 Ops with a single value use a documented scalar: CAST/BITCAST a DType, PERMUTE a tuple of axes, FLIP a
 tuple of bools, GETTUPLE an int, SPECIAL/CUSTOM/SOURCE a str, BINARY bytes.
@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from unigrad.helpers import record
 from unigrad.dtype import ConstType, DType
 from unigrad.ir.ops import Ops
 
@@ -80,7 +80,7 @@ class ConstArg(tuple):
         return (self[0], self[1])
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ParamArg:
     """A placeholder: slot k of a FUNCTION/kernel, or a named Variable (slot -1, name set)."""
 
@@ -91,7 +91,7 @@ class ParamArg:
     name: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class FunctionArg:
     """A traced @function: its name, whether scheduling lowers it into its own kernels (precompile: an opaque
     CALL, never fused with its callers) or inlines its body (PARAM substitution), and its gradient rule when it
@@ -103,7 +103,7 @@ class FunctionArg:
     backward: Callable[[tuple[UOp | None, ...], tuple[UOp, ...]], tuple[UOp | None, ...]] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class BufferArg:
     """A concrete buffer; `slot` is unique per buffer so equal-looking buffers stay distinct."""
 
@@ -113,14 +113,14 @@ class BufferArg:
     addrspace: AddrSpace = AddrSpace.GLOBAL
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class BufferViewArg:
     size: int
     dtype: DType
     offset: int
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class LoadArg:
     """LOAD into a new anonymous buffer: on `device` (None = same device) in `addrspace`.
 
@@ -131,7 +131,7 @@ class LoadArg:
     addrspace: AddrSpace = AddrSpace.GLOBAL
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ReduceArg:
     """REDUCE with `op` (ADD, MAX or MUL) over tensor `axes`; kernel-level REDUCEs name ranges in src instead."""
 
@@ -139,7 +139,7 @@ class ReduceArg:
     axes: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class RangeArg:
     """A loop: `id` keeps two loops of equal bound apart; `axis_type` says how it runs."""
 
@@ -147,7 +147,7 @@ class RangeArg:
     axis_type: AxisType = AxisType.LOOP
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class KernelInfo:
     """Arg of a kernel's SINK: its name (for DEBUG and profiling) and the opts applied to it."""
 

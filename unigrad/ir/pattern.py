@@ -297,9 +297,15 @@ class PatternMatcher:
         for pat, fn in rules:
             for op in pat.op if pat.op is not None else GroupOp.All:
                 by_op.setdefault(op, []).append((pat, fn))
-        self.fns: dict[Ops, Callable[[UOp, Any], UOp | None]] = {
-            op: _compile_rules(op, rs, name) for op, rs in by_op.items()
-        }
+        # each op's function is generated on its first use: a process compiles only the rules its graphs reach
+        self.fns: dict[Ops, Callable[[UOp, Any], UOp | None]] = {op: self._lazy(op, rs) for op, rs in by_op.items()}
+
+    def _lazy(self, op: Ops, rules: list[Rule]) -> Callable[[UOp, Any], UOp | None]:
+        def first_call(u: UOp, ctx: Any) -> UOp | None:
+            fn = self.fns[op] = _compile_rules(op, rules, self.name)
+            return fn(u, ctx)
+
+        return first_call
 
     def __add__(self, other: PatternMatcher) -> PatternMatcher:
         return PatternMatcher(self.rules + other.rules, f"{self.name}+{other.name}")

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from dataclasses import dataclass
 
+from unigrad.helpers import record
 from unigrad.dtype import DType
 from unigrad.ir.args import AddrSpace, AxisType, LoadArg, ParamArg
 from unigrad.ir.ops import Ops
@@ -141,7 +141,7 @@ def upcast_ends(sink: UOp) -> UOp:
 # ---------------------------------------------------------------- REDUCE -> accumulators
 
 
-@dataclass
+@record
 class ExpandCtx:
     next_acc: int = 0
 

@@ -25,8 +25,8 @@ Everything else fuses into the kernel that consumes it.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 
+from unigrad.helpers import record
 from unigrad.dtype import DType, dtypes
 from unigrad.ir.args import AddrSpace, AxisType, KernelInfo, LoadArg, ParamArg, ReduceArg
 from unigrad.ir.ops import TRANSCENDENTAL_OPS, GroupOp, Ops
@@ -51,7 +51,7 @@ SHARED_LOADS = 4  # an elementwise value two kernels read is materialized when i
 MAX_KERNEL_OPS = 4096
 
 
-@dataclass
+@record
 class RangeifyCtx:
     next_range: int = 0
     pure: dict[UOp, bool] | None = None  # memo of _pure_of_index; None inside push_pure (no nesting)

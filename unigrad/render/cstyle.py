@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from unigrad.helpers import record
 from unigrad.dtype import DType, dtypes
 from unigrad.ir.args import AddrSpace, AxisType
 from unigrad.ir.ops import GroupOp, Ops
@@ -27,7 +27,7 @@ from unigrad.pipeline.isel import reg_param, vector_base, vectorize
 from unigrad.pipeline.linearize import linearize
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class KernelSignature:
     """What a rendered kernel takes: buffer slots in order, then Variable names in order."""
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from unigrad.helpers import record
 from unigrad import config
 from unigrad.dtype import DType, dtypes
 from unigrad.pipeline.optimize.opts import Target
@@ -46,7 +46,17 @@ class Compiler:
 ProgramFactory = Callable[[str, bytes, KernelSignature, Any], Callable[..., None]]
 
 
-@dataclass
+@record(frozen=True)
+class Lowered:
+    """A kernel through the pipeline, before the device compiler: its LINEAR, source and signature."""
+
+    name: str
+    linear: Any  # the LINEAR UOp (not imported here: the runtime base stays below the IR in the import order)
+    src: str
+    sig: KernelSignature
+
+
+@record
 class Compiled:
     name: str
     allocator: Allocator

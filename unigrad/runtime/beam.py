@@ -22,7 +22,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,23 +33,12 @@ from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize import Opt, OptError, OptOps, Target, apply_opts, axes, optimize
 from unigrad.pipeline.optimize.opts import bound
-from unigrad.render.cstyle import KernelSignature
-from unigrad.runtime import Buffer, Device
+from unigrad.runtime import Buffer, Device, Lowered
 
 CACHE_VERSION = 1  # bump when the search changes what it would choose
 MIN_RUNS, MAX_RUNS = 3, 20  # runs of one candidate: the minimum counts
 MIN_RUN_SECONDS = 2e-3  # keep running a fast candidate until its runs add up to this
 HOPELESS = 3.0  # a first run this many times slower than the best so far is not run again
-
-
-@dataclass(frozen=True)
-class Lowered:
-    """A kernel through the pipeline, before the device compiler: its LINEAR, source and signature."""
-
-    name: str
-    linear: UOp
-    src: str
-    sig: KernelSignature
 
 
 Lower = Callable[[str, UOp], Lowered]  # (device, optimized kernel SINK) -> Lowered: realize.lower

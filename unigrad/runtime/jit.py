@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from unigrad.helpers import record
 from unigrad.runtime import Buffer
 
 
@@ -25,7 +26,7 @@ class JitError(RuntimeError):
     """A jitted function used in a way its replays could not honour."""
 
 
-@dataclass
+@record
 class CapturedStep:
     """One kernel run (program is the compiled kernel) or one copy between devices (program is None).
     bufs[0] is the buffer written; the rest are read."""
@@ -35,7 +36,7 @@ class CapturedStep:
     bufs: list[Buffer]
 
 
-@dataclass
+@record
 class Capture:
     """What a capture saw: the steps in order, the buffers created meanwhile, the generator's counters."""
 
@@ -96,7 +97,7 @@ def note_rng(buf: Buffer, n: int) -> None:
         _active.rng.append((buf, n))
 
 
-@dataclass
+@record
 class JitPlan:
     """Replayable steps: `args[i]` of a step is a fixed Buffer or None (slot `slots[i]` of the inputs)."""
 

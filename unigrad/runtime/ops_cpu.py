@@ -12,7 +12,6 @@ import os
 import pathlib
 import platform
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable
 from typing import Any
@@ -187,6 +186,8 @@ class CCompiler(Compiler):
         cache.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache)
         os.close(fd)
+        import subprocess  # only on a cache miss: a process whose kernels are all cached never loads it
+
         proc = subprocess.run(
             [self.cc, *self.flags, "-x", "c", "-", "-o", tmp, "-lm"], input=src.encode(), capture_output=True
         )

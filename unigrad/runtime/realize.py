@@ -12,12 +12,12 @@ import itertools
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from unigrad import config
 from unigrad.dtype import DType
-from unigrad.helpers import no_gc
+from unigrad.helpers import no_gc, record
 from unigrad.ir.args import AddrSpace, BufferArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.spec import (
@@ -35,8 +35,7 @@ from unigrad.pipeline.isel import isel
 from unigrad.pipeline.linearize import linearize
 from unigrad.pipeline.optimize import optimize
 from unigrad.pipeline.rangeify import rangeify
-from unigrad.runtime import Buffer, Device, jit
-from unigrad.runtime.beam import Lowered, beam_optimize
+from unigrad.runtime import Buffer, Device, Lowered, jit
 
 _buffer_ids = itertools.count()
 buffers: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
@@ -48,7 +47,7 @@ _schedule_cache: dict[tuple[UOp, str], UOp] = {}
 _program_cache: dict[tuple[str, UOp, int, int, int], CompiledKernel] = {}
 
 
-@dataclass
+@record
 class Stats:
     """Counters for tests and DEBUG output."""
 
@@ -83,7 +82,7 @@ def _is_ast(u: UOp) -> bool:
     return u.op is Ops.SINK or (u.op is Ops.LOAD and u.arg is not None and u.arg.device is not None)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Step:
     """One kernel of a cached schedule: its AST and, per buffer argument, the placeholder PARAM it stands for."""
 
@@ -91,7 +90,7 @@ class Step:
     params: tuple[UOp, ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CachedSchedule:
     """A rangeified FUNCTION body and its placeholders: PARAMs for the caller's buffers (by slot) and
     PARAMs for the buffers each run allocates, and the names of the Variables its kernels take. Cached by
@@ -244,7 +243,7 @@ def _lower_precompiled(sink: UOp, device: str, var_vals: dict[str, int]) -> UOp:
     return sink.substitute(mapping) if mapping else sink
 
 
-@dataclass
+@record
 class CompiledKernel:
     name: str
     program: Any
@@ -284,7 +283,12 @@ def get_kernel(device: str, ast: UOp) -> CompiledKernel:
         print(f"--- kernel {ast.arg.name if ast.arg is not None else 'kernel'} ---\n{ast}")
     if config.SPEC.value:
         verify_kernel(ast)
-    ast = beam_optimize(device, ast, target, lower) if config.BEAM.value else optimize(ast, target)
+    if config.BEAM.value:
+        from unigrad.runtime.beam import beam_optimize  # its thread pool and JSON cache only under BEAM
+
+        ast = beam_optimize(device, ast, target, lower)
+    else:
+        ast = optimize(ast, target)
     lowered = lower(device, ast)
     name, linear, src = lowered.name, lowered.linear, lowered.src
     if config.DEBUG >= 3:

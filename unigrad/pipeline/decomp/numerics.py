@@ -10,15 +10,15 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 
+from unigrad.helpers import record
 from unigrad.dtype import ConstType, DType, dtypes
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FloatFormat:
     """An IEEE-754 binary format as the decompositions see it: the float dtype, the unsigned and signed ints
     of its size (its bits), explicit mantissa bits and exponent bias."""

@@ -13,10 +13,10 @@ opt, the axis and what was expected.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from unigrad.helpers import record
 from unigrad.ir.args import AxisType, KernelInfo
 from unigrad.ir.ops import Ops
 from unigrad.ir.symbolic import simplify
@@ -35,7 +35,7 @@ class OptOps(Enum):
         return f"OptOps.{self.name}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Opt:
     """(op, axis, arg): SPLIT arg = (k, target AxisType, top); PADTO arg = multiple; SWAP arg = other axis."""
 
@@ -47,7 +47,7 @@ class Opt:
         return f"Opt({self.op!r}, {self.axis}, {self.arg!r})"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Target:
     """What the optimizer knows of the device a kernel will run on (the runtime's device says: CPUDevice.target).
 
