@@ -791,10 +791,10 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         if other.__class__ is Tensor:  # the hot path: same shape, dtype and device, nothing to broadcast or promote
             v = other.uop  # type: ignore[union-attr]
             if u.shape == v.shape and u.dtype is v.dtype and other.device == self.device:  # type: ignore[union-attr]
-                return self._new(UOp(op, (v, u) if reverse else (u, v)), other)  # type: ignore[arg-type]
+                return self._new(UOp.elementwise(op, (v, u) if reverse else (u, v)), other)  # type: ignore[arg-type]
         elif other.__class__ is float and u.dtype.is_float:  # a float scalar keeps a float tensor's dtype
             c = _const_uop(other, u.dtype, u.shape)
-            return self._new(UOp(op, (c, u) if reverse else (u, c)))
+            return self._new(UOp.elementwise(op, (c, u) if reverse else (u, c)))
         x, y = self._broadcasted(other, name, reverse)
         return x._alu(op, y)
 

@@ -358,3 +358,16 @@ def test_operators_build_alu_nodes_without_simplifying():
     assert (x // 2).op is Ops.IDIV and (x % 2).op is Ops.MOD
     assert x.minimum(3).op is Ops.MUL  # -max(-x, -3)
     assert (x < 1).where(x, 2).src[2] is UOp.index_const(2)
+
+
+@pytest.mark.parametrize("op", [Ops.ADD, Ops.MUL, Ops.CMPLT, Ops.MAX])
+def test_elementwise_shape_is_the_derived_shape(op):
+    """UOp.elementwise sets the node's shape from its sources (the Tensor binop hot path): the same value the
+    shape rule derives, and the same node (hash-consing) as UOp(op, src)."""
+    from unigrad.ir import props
+
+    a = unigrad.Tensor.empty(3, 1, 5).expand(3, 4, 5).uop
+    b = unigrad.Tensor.empty(3, 4, 5).uop
+    u = UOp.elementwise(op, (a, b))
+    assert u is UOp(op, (a, b))
+    assert u.shape == props.shape_of(u) == (3, 4, 5)

@@ -57,6 +57,15 @@ class UOp:
         table[key] = _weakref(self)
         return self
 
+    @staticmethod
+    def elementwise(op: Ops, src: tuple[UOp, ...]) -> UOp:
+        """An ALU node over sources of one shape (the caller has checked it: the Tensor binop hot path): its shape
+        is theirs, set here instead of derived when first asked."""
+        u = UOp(op, src)
+        if u._shape is _MISSING:
+            u._shape = src[0]._shape if src[0]._shape is not _MISSING else src[0].shape
+        return u
+
     def __del__(self) -> None:
         try:
             if self.arg is None and self.tag is None:
