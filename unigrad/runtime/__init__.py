@@ -82,6 +82,8 @@ class _DeviceRegistry:
         return d
 
     def __getitem__(self, device: str) -> Compiled:
+        if (dev := self._open.get(device)) is not None:  # a canonical name already open: every kernel run asks
+            return dev
         d = self.canonicalize(device)
         if d not in self._open:
             mod = importlib.import_module(DEVICES[d.split(":")[0]])
