@@ -298,7 +298,7 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
         order = root.toposort()
     on_path: set[UOp] = set()  # nodes with a float path down to a target
     for u in order:
-        if u in targets or ((u.dtype.is_float or u.op is Ops.FUNCTION) and any(s in on_path for s in u.src)):
+        if u in targets or ((u.dtype.is_float or u.op is Ops.FUNCTION) and not on_path.isdisjoint(u.src)):
             on_path.add(u)
     grads: dict[UOp, UOp] = {root: root_grad}
     out_grads: dict[UOp, dict[int, UOp]] = {}  # FUNCTION with its own rule -> gradients of its outputs (GETTUPLEs)
@@ -318,7 +318,7 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, 
             accumulate(u.src[1:], u.arg.backward(outs_g, u.src[1:]))
             continue
         g = grads.get(u)
-        if g is None or not any(s in on_path for s in u.src):
+        if g is None or on_path.isdisjoint(u.src):
             continue
         rule = GRADIENT_RULES.get(u.op)
         if rule is None:
@@ -339,14 +339,15 @@ def remember_graph(realized: UOp, graph: UOp) -> None:
     realized_from[realized] = realized_from.get(graph, graph)
 
 
-def unrealize(u: UOp, memo: dict[UOp, UOp]) -> UOp:
+def unrealize(u: UOp, memo: dict[UOp, UOp], realized: dict[UOp, UOp]) -> UOp:
     """u with every remembered realized value replaced by the graph that computed it, recursively.
-    memo maps each realized value met to its unrealized graph."""
+    memo maps each realized value met to its unrealized graph; `realized` is a snapshot of realized_from (a
+    plain dict: the walk asks every node, and a WeakKeyDictionary answers in Python)."""
     mapping: dict[UOp, UOp] = {}
-    for n in u.toposort(gate=lambda x: x not in realized_from):
-        if n in realized_from:
+    for n in u.toposort(gate=lambda x: x not in realized):
+        if n in realized:
             if n not in memo:
-                memo[n] = unrealize(realized_from[n], memo)
+                memo[n] = unrealize(realized[n], memo, realized)
             mapping[n] = memo[n]
     return u.substitute(mapping) if mapping else u
 
@@ -359,8 +360,9 @@ def gradients(root: UOp, root_grad: UOp, targets: list[UOp]) -> list[UOp | None]
         grads = compute_gradient(root, root_grad, set(targets))
         return [grads.get(t) for t in targets]
     memo: dict[UOp, UOp] = {}
-    graph_targets = [unrealize(t, memo) for t in targets]
-    grads = compute_gradient(unrealize(root, memo), root_grad, set(graph_targets))
+    realized = dict(realized_from.items())
+    graph_targets = [unrealize(t, memo, realized) for t in targets]
+    grads = compute_gradient(unrealize(root, memo, realized), root_grad, set(graph_targets))
     found = [grads.get(t) for t in graph_targets]
     back = {graph: realized for realized, graph in memo.items()}
     if not back or all(g is None for g in found):
