@@ -283,16 +283,17 @@ GRADIENT_RULES: dict[Ops, GradientRule] = {
 # ---------------------------------------------------------------- the walk
 
 
-def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp]) -> dict[UOp, UOp]:
+def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp], order: list[UOp] | None = None) -> dict[UOp, UOp]:
     """d(root)/d(t) for each target t reached from root along float values, as UOp graphs.
 
     Walks the nodes between root and the targets in reverse topological order, applies each node's rule to
     its accumulated gradient and adds the results into its sources' gradients (a node used twice gets the
     sum). Targets not reached are missing from the result. Raises NotImplementedError for an op on the
-    path without a rule."""
+    path without a rule. `order`: root.toposort() when the caller has it already."""
     if tuple(root_grad.shape) != tuple(root.shape):
         raise ValueError(f"compute_gradient: root gradient shape {root_grad.shape} != root shape {root.shape}")
-    order = root.toposort()
+    if order is None:
+        order = root.toposort()
     if any(u.op is Ops.FUNCTION for u in order):  # @function calls: differentiate the inlined bodies, or use the
         root = inline_functions(root, keep=lambda fn: fn.arg.backward is not None)  # function's own rule
         order = root.toposort()
@@ -356,15 +357,16 @@ def gradients(root: UOp, root_grad: UOp, targets: list[UOp]) -> list[UOp | None]
     """compute_gradient for a tensor graph, seeing through realized values: the walk runs on the graphs
     that computed them, and the gradients read each such value from its buffer again. None for a target
     the root does not depend on."""
-    if not realized_from:
-        grads = compute_gradient(root, root_grad, set(targets))
+    order = root.toposort()
+    realized = dict(realized_from.items())
+    if realized.keys().isdisjoint(order) and realized.keys().isdisjoint(targets):  # no realized value involved
+        grads = compute_gradient(root, root_grad, set(targets), order)
         return [grads.get(t) for t in targets]
     memo: dict[UOp, UOp] = {}
-    realized = dict(realized_from.items())
     graph_targets = [unrealize(t, memo, realized) for t in targets]
     grads = compute_gradient(unrealize(root, memo, realized), root_grad, set(graph_targets))
     found = [grads.get(t) for t in graph_targets]
-    back = {graph: realized for realized, graph in memo.items()}
+    back = {graph: value for value, graph in memo.items()}
     if not back or all(g is None for g in found):
         return found
     rebuilt = iter(UOp(Ops.TUPLE, tuple(g for g in found if g is not None)).substitute(back).src)
