@@ -205,3 +205,25 @@ def test_unused_input_buffer_keeps_the_others_in_their_slots(device):
     a = Tensor(np.zeros((0, 3), np.float32), device=device)
     b = Tensor(np.arange(3, dtype=np.float32).reshape(1, 3), device=device)
     np.testing.assert_allclose((a.pad(((0, 1), (0, 0))) + b).numpy(), [[0.0, 1.0, 2.0]])
+
+
+def test_a_new_schedule_builds_all_its_kernels_before_running(monkeypatch):
+    """precompile: the kernels of a new schedule are lowered in turn and compiled in parallel when it is made,
+    not one by one as they run; the results are the same."""
+    built: list[str] = []
+    orig = rt._build_kernel
+    monkeypatch.setattr(rt, "_build_kernel", lambda key, dev, lw: built.append(lw.name) or orig(key, dev, lw))
+    ran_before_build: list[int] = []
+    orig_run = rt._run
+    monkeypatch.setattr(
+        rt, "_run", lambda ast, bufs, vv: ran_before_build.append(len(built)) or orig_run(ast, bufs, vv)
+    )
+    rng = np.random.default_rng(7)
+    a, b, c = rng.standard_normal((37, 19)).astype(np.float32), rng.standard_normal(19).astype(np.float32), 0.25
+    x = Tensor(a).realize()
+    y = ((x + c).exp().sum(1).contiguous() * 3.0).softmax(0)  # a new structure: several kernels
+    out = (y.reshape(37, 1) * Tensor(b).reshape(1, 19)).max(0).numpy()
+    s = np.exp(a + c).sum(1) * 3.0
+    ref = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+    np.testing.assert_allclose(out, (ref[:, None] * b[None, :]).max(0), rtol=1e-4, atol=1e-6)
+    assert len(built) >= 2 and ran_before_build and ran_before_build[0] == len(built)  # all built before the first ran

@@ -9,6 +9,7 @@ Programs are compiled once per (device, kernel AST): expand -> isel -> linearize
 from __future__ import annotations
 
 import itertools
+import os
 import time
 import weakref
 from collections.abc import Callable
@@ -33,7 +34,7 @@ from unigrad.pipeline.callify import callify, function_params, inline_functions,
 from unigrad.pipeline.expand import expand
 from unigrad.pipeline.isel import isel
 from unigrad.pipeline.linearize import linearize
-from unigrad.pipeline.optimize import optimize
+from unigrad.pipeline.optimize import Target, optimize
 from unigrad.pipeline.rangeify import rangeify
 from unigrad.runtime import Buffer, Device, Lowered, jit
 
@@ -151,6 +152,8 @@ def _schedule(body: UOp, args: tuple[UOp, ...], device: str) -> CachedSchedule:
         fresh = tuple(p for p in params if p.arg.slot >= n_in)
         names = frozenset(v.arg.name for v in variables_of(body))
         cs = _schedule_cache[key] = CachedSchedule(sched, inputs, fresh, names, *_plan(sched))
+        calls = [u for u in sched.toposort(gate=lambda x: not _is_ast(x)) if u.op is Ops.CALL]
+        precompile(device, [c.src[0] for c in calls if getattr(_base(c.src[1]).arg, "device", None) == device])
     return cs
 
 
@@ -271,14 +274,48 @@ def _count(linear: UOp) -> int:
     return flops
 
 
+def _kernel_key(device: str, ast: UOp, target: Target) -> tuple:
+    return (device, ast, config.NOOPT.value, config.BEAM.value, target)  # what decides the opts is part of the key
+
+
 def get_kernel(device: str, ast: UOp) -> CompiledKernel:
     """A kernel SINK -> its program on `device`: optimized (hand-coded opts, or BEAM search), lowered, compiled;
     cached by what decides the result."""
-    dev = Device[device]
-    target = dev.target
-    key = (device, ast, config.NOOPT.value, config.BEAM.value, target)  # what decides the opts is part of the key
+    target = Device[device].target
+    key = _kernel_key(device, ast, target)
     if (ck := _program_cache.get(key)) is not None:
         return ck
+    return _build_kernel(key, device, _lower_kernel(device, ast, target))
+
+
+def precompile(device: str, asts: list[UOp]) -> None:
+    """Build the programs of a new schedule's kernels before they run: each is optimized and lowered here, in
+    turn, while the device compiler (a subprocess, one per core) already compiles the ones before it. A model's
+    first step compiles its kernels in parallel instead of one by one as they run. Under BEAM the search
+    compiles its candidates in parallel itself: nothing is done here."""
+    if config.BEAM.value:
+        return
+    dev = Device[device]
+    target = dev.target
+    todo = {
+        k: ast for ast in asts if ast.op is Ops.SINK and (k := _kernel_key(device, ast, target)) not in _program_cache
+    }
+    if len(todo) < 2:
+        return  # nothing to overlap: get_kernel builds it when it runs
+    from concurrent.futures import ThreadPoolExecutor  # only here: importing it costs a fresh process ~7 ms
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        jobs = []
+        for key, ast in todo.items():
+            lowered = _lower_kernel(device, ast, target)
+            jobs.append((key, lowered, pool.submit(dev.compiler.compile, lowered.src)))
+        for key, lowered, job in jobs:
+            job.result()  # the binary is in the compiler's cache now: build() loads it from there
+            _build_kernel(key, device, lowered)
+
+
+def _lower_kernel(device: str, ast: UOp, target: Target) -> Lowered:
+    """A kernel SINK -> optimized (the heuristics, or BEAM) and lowered to source for `device`."""
     if config.DEBUG >= 5:
         print(f"--- kernel {ast.arg.name if ast.arg is not None else 'kernel'} ---\n{ast}")
     if config.SPEC.value:
@@ -290,14 +327,21 @@ def get_kernel(device: str, ast: UOp) -> CompiledKernel:
     else:
         ast = optimize(ast, target)
     lowered = lower(device, ast)
-    name, linear, src = lowered.name, lowered.linear, lowered.src
     if config.DEBUG >= 3:
-        rs = [u for u in linear.src if u.op is Ops.RANGE]
-        print(f"{name}: ranges " + " ".join(f"r{r.arg.id}:{r.arg.axis_type.value}{r.src[0].render()}" for r in rs))
-        print(f"{name}: opts {ast.arg.opts if ast.arg is not None else ()}")
+        rs = [u for u in lowered.linear.src if u.op is Ops.RANGE]
+        print(
+            f"{lowered.name}: ranges " + " ".join(f"r{r.arg.id}:{r.arg.axis_type.value}{r.src[0].render()}" for r in rs)
+        )
+        print(f"{lowered.name}: opts {ast.arg.opts if ast.arg is not None else ()}")
     if config.DEBUG >= 4:
-        print(src)
-    _, program = dev.build(name, src, lowered.sig, linear)  # type: ignore[attr-defined]
+        print(lowered.src)
+    return lowered
+
+
+def _build_kernel(key: tuple, device: str, lowered: Lowered) -> CompiledKernel:
+    """Compile (or find in the compiler's cache) and load a lowered kernel; cached under `key`."""
+    name, linear, src = lowered.name, lowered.linear, lowered.src
+    _, program = Device[device].build(name, src, lowered.sig, linear)  # type: ignore[attr-defined]
     mem = sum(
         u.shape[0] * u.dtype.itemsize
         for u in linear.src
