@@ -92,3 +92,11 @@ def test_import_builds_no_dataclass_and_no_beam_search():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["0", "False"]
+
+
+def test_a_record_does_not_inherit_record_fields():
+    with pytest.raises(TypeError, match="does not inherit"):
+
+        @record
+        class Point3(Point):
+            z: int = 0

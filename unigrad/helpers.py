@@ -17,13 +17,15 @@ def record(cls: type[T] | None = None, /, *, frozen: bool = False, slots: bool =
     """@dataclass for the package's records, declared the same way (annotated fields, defaults,
     `field(default_factory=...)`, `field(init=False)`, `__post_init__`): __init__, __repr__, __eq__ and __hash__
     by field values (eq=False: identity), frozen=True refuses assignment, slots=True gives __slots__. A method
-    the class defines itself is kept.
+    the class defines itself is kept. Unlike a dataclass, a record does not inherit another record's fields.
 
     Why not dataclasses: Python 3.11 builds each generated method with its own exec, about 1 ms per class; 32
     records were half of `import unigrad`. Here only __init__ is generated; the others compare the fields
     through one attrgetter (as fast: the tuple is built in C)."""
 
     def wrap(cls: type[T]) -> type[T]:
+        if any(hasattr(b, "_record_fields") for b in cls.__bases__):
+            raise TypeError(f"record {cls.__name__}: a record does not inherit another record's fields")
         names = [n for n, a in cls.__dict__.get("__annotations__", {}).items() if not str(a).startswith("ClassVar")]
         env: dict[str, Any] = {"_set": _set}
         params, sets = [], []
