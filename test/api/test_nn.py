@@ -25,7 +25,9 @@ def randn(rng: np.random.Generator, *shape: int) -> np.ndarray:
     return rng.standard_normal(shape).astype(np.float32)
 
 
-@pytest.mark.parametrize("shape,axis", [((5,), 0), ((3, 7), -1), ((3, 7), 0), ((2, 1, 4), 1), ((0, 3), 1)])
+@pytest.mark.parametrize(
+    "shape,axis", [((5,), 0), ((3, 7), -1), ((3, 7), 0), ((2, 1, 4), 1), ((0, 3), 1), ((3, 0), -1), ((0,), 0), ((), 0)]
+)
 def test_softmax_log_softmax(rng, shape, axis):
     x = randn(rng, *shape) * 5
     close(Tensor(x).softmax(axis), F.softmax(torch.tensor(x), axis))
@@ -49,6 +51,18 @@ def test_softmax_family_backward_has_no_gradient_through_its_max(rng, fn, shape)
     k0 = rt.stats.kernels
     close(x.grad, xt.grad)
     assert rt.stats.kernels - k0 <= (3 if fn == "logsumexp" else 4)
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+def test_softmax_over_an_empty_axis_is_empty_and_a_bad_axis_is_refused(rng, fn):
+    """As PyTorch: no element to normalize gives the empty tensor (and an empty gradient), not a max error."""
+    xn = randn(rng, 4, 0)
+    x, xt = Tensor(xn, requires_grad=True), torch.tensor(xn, requires_grad=True)
+    close(getattr(x, fn)(-1), getattr(F, fn)(xt, -1))
+    getattr(x, fn)(-1).sum().backward()
+    assert x.grad is not None and x.grad.shape == (4, 0)
+    with pytest.raises(IndexError, match=f"{fn}: axis 2 is out of range .* shape \\(4, 0\\)"):
+        getattr(x, fn)(2)
 
 
 def test_softmax_of_a_permuted_view(rng):

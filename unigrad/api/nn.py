@@ -185,12 +185,16 @@ class NNMixin:
     def softmax(self: Tensor, axis: int = -1, dtype: object = None) -> Tensor:
         x = self if dtype is None else self.cast(dtype)
         x = x._float()
+        if _empty_axis(x, axis, "softmax"):
+            return x  # no element: nothing to normalize (PyTorch gives the empty tensor too)
         e = (x - x.max(axis, keepdim=True).detach()).exp()  # any shift gives the same result: no gradient through it
         return e / e.sum(axis, keepdim=True)
 
     def log_softmax(self: Tensor, axis: int = -1, dtype: object = None) -> Tensor:
         x = self if dtype is None else self.cast(dtype)
         x = x._float()
+        if _empty_axis(x, axis, "log_softmax"):
+            return x
         shifted = x - x.max(axis, keepdim=True).detach()  # any shift gives the same result: no gradient through it
         return shifted - shifted.exp().sum(axis, keepdim=True).log()
 
@@ -752,3 +756,10 @@ def _conv_function():  # noqa: ANN202 - a unigrad.function (imported late: funct
     from unigrad.function import function
 
     return function(_conv_forward, backward=_conv_backward)
+
+
+def _empty_axis(x: Tensor, axis: int, op: str) -> bool:
+    """Whether `axis` of x has no element (an axis out of range raises, naming op)."""
+    if not -max(x.ndim, 1) <= axis < max(x.ndim, 1):
+        raise IndexError(f"{op}: axis {axis} is out of range for a tensor of shape {x.shape}")
+    return x.ndim > 0 and isinstance(n := x.shape[axis], int) and n == 0
