@@ -792,7 +792,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             v = other.uop  # type: ignore[union-attr]
             if u.shape == v.shape and u.dtype is v.dtype and other.device == self.device:  # type: ignore[union-attr]
                 return self._new(UOp.elementwise(op, (v, u) if reverse else (u, v)), other)  # type: ignore[arg-type]
-        elif other.__class__ is float and u.dtype.is_float:  # a float scalar keeps a float tensor's dtype
+        elif (other.__class__ is float or other.__class__ is int) and u.dtype.is_float:  # keeps a float dtype
             c = _const_uop(other, u.dtype, u.shape)
             return self._new(UOp.elementwise(op, (c, u) if reverse else (u, c)))
         x, y = self._broadcasted(other, name, reverse)
