@@ -411,8 +411,9 @@ def realize(uops: list[UOp], device: str) -> list[UOp]:
         cs, mapping, var_vals, plain = _instantiate(uops, device)
         stats.last_kernels = []
         if plain and cs.steps is not None:
+            bufs = {p: buffer_of(u) for p, u in mapping.items() if u.op is not Ops.PARAM}  # each buffer looked up once
             for step in cs.steps:
-                _run(step.ast, [buffer_of(mapping[p]) for p in step.params], var_vals)
+                _run(step.ast, [bufs[p] for p in step.params], var_vals)
             outs = list(cs.outputs.substitute(mapping).src)
         else:
             out = _launches(cs.body, mapping)
