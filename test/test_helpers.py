@@ -100,3 +100,11 @@ def test_a_record_does_not_inherit_record_fields():
         @record
         class Point3(Point):
             z: int = 0
+
+
+def test_a_mutable_default_is_refused_as_in_dataclasses():
+    with pytest.raises(ValueError, match="mutable default for 'items'"):
+
+        @record
+        class Bag:
+            items: list = []  # noqa: RUF012

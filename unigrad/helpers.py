@@ -39,6 +39,10 @@ def record(cls: type[T] | None = None, /, *, frozen: bool = False, slots: bool =
                 value = f"_f_{n}()" if not init else f"_f_{n}() if {n} is _MISSING else {n}"
                 params.append(f"{n}=_MISSING")
             elif d is not MISSING:
+                if isinstance(d, (list, dict, set)):  # one object shared by every instance: as dataclasses, refused
+                    raise ValueError(
+                        f"record {cls.__name__}: mutable default for {n!r}; use field(default_factory=...)"
+                    )
                 env[f"_d_{n}"] = d
                 value = n if init else f"_d_{n}"
                 params.append(f"{n}=_d_{n}")

@@ -152,6 +152,7 @@ def _schedule(body: UOp, args: tuple[UOp, ...], device: str) -> CachedSchedule:
         fresh = tuple(p for p in params if p.arg.slot >= n_in)
         names = frozenset(v.arg.name for v in variables_of(body))
         cs = _schedule_cache[key] = CachedSchedule(sched, inputs, fresh, names, *_plan(sched))
+        # its kernels are compiled now, in parallel (each on the device its first buffer is on: the others later)
         calls = [u for u in sched.toposort(gate=lambda x: not _is_ast(x)) if u.op is Ops.CALL]
         precompile(device, [c.src[0] for c in calls if getattr(_base(c.src[1]).arg, "device", None) == device])
     return cs
