@@ -505,3 +505,22 @@ def test_heuristic_results_through_tensor_api(device: str) -> None:
     np.testing.assert_allclose((a @ b).numpy(), an @ bn, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(a.sum().numpy(), an.sum(), rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(a.max(axis=0).numpy(), an.max(axis=0))
+
+
+def test_expand_copies_are_the_substituted_bodies():
+    """expand._copies walks the body once and rebuilds only what depends on the upcast ranges: each copy is the
+    node body.substitute({ranges: constants}) gives (hash-consing: the very same node)."""
+    from unigrad.pipeline import expand
+
+    a, b = Tensor.empty(64, 48).realize(), Tensor.empty(48, 32).realize()
+    (a @ b).realize()
+    ast = next(k for k in rt.stats.last_kernels if k.op is Ops.SINK)
+    tiled = apply_opt(
+        apply_opt(ast, Opt(OptOps.SPLIT, 0, (4, AxisType.UPCAST, False))),
+        Opt(OptOps.SPLIT, 1, (8, AxisType.UPCAST, False)),
+    )
+    ranges = [u for u in tiled.toposort() if u.op is Ops.RANGE and u.arg.axis_type is AxisType.UPCAST]
+    assert len(ranges) == 2
+    copies = expand._copies(tiled, ranges)
+    assert len(copies) == 32 and len(set(copies)) == 32
+    assert all(c is tiled.substitute(m) for c, m in zip(copies, expand._combos(ranges)))
