@@ -39,20 +39,24 @@ def identity_element(op: Ops, dtype: DType) -> object:
     return dtype.min  # MAX: -inf for floats, the smallest int, False
 
 
-def open_ranges(u: UOp) -> set[UOp]:
-    """RANGEs that `u` depends on and that are not closed (by an END) below it."""
+def open_ranges(u: UOp) -> dict[UOp, frozenset[UOp]]:
+    """For `u` and every node below it: the RANGEs it depends on that are not closed (by an END) below it."""
     memo: dict[UOp, frozenset[UOp]] = {}
+    none: frozenset[UOp] = frozenset()
     for x in u.toposort():
         if x.op is Ops.RANGE:
             memo[x] = frozenset((x,))
         elif x.op is Ops.END:
             memo[x] = memo[x.src[0]] - {x.src[1]}
+        elif len(x.src) == 1:
+            memo[x] = memo[x.src[0]]
         else:
-            acc: frozenset[UOp] = frozenset()
+            acc = none
             for s in x.src:
-                acc = acc | memo[s]
+                if (m := memo[s]) and m is not acc:
+                    acc = acc | m
             memo[x] = acc
-    return set(memo[u])
+    return memo
 
 
 def _bound(r: UOp) -> int:
@@ -183,9 +187,10 @@ def reduces_to_accs(sink: UOp, ctx: ExpandCtx) -> UOp:
     share their ranges, enclosing loops, op and dtype."""
     while leaves := _leaf_reduces(sink):
         groups: dict[tuple, list[UOp]] = defaultdict(list)
+        open_at = open_ranges(sink)  # one walk for every leaf
         for red in leaves:
             ranges = red.src[1:]
-            outer = frozenset(open_ranges(red.src[0]) - set(ranges))
+            outer = open_at[red.src[0]] - set(ranges)
             groups[(ranges, outer, red.arg.op, red.dtype)].append(red)
         mapping: dict[UOp, UOp] = {}
         for (ranges, outer, op, dt), members in groups.items():
