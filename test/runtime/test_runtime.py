@@ -93,6 +93,12 @@ def test_compiler_choice_and_flags():
         assert not set(GCC_FLAGS) & set(CCompiler().flags)
 
 
+def test_a_missing_compiler_is_named_with_what_to_do(tmp_path):
+    with Context(CC=str(tmp_path / "no-such-cc"), CACHEDIR=str(tmp_path)):
+        with pytest.raises(RuntimeError, match=r"C compiler .*no-such-cc' not found .*install gcc or clang, or set CC"):
+            CCompiler().compile_to_path("void k(void) {}")
+
+
 def test_kernel_source_holds_only_the_helpers_it_calls():
     """A float32 kernel's C has no bitcast helper (no _Float16 at all: clang 14 rejects the type on x86 without
     AVX-512 FP16, and every kernel failed to compile with it); a bitcast kernel has exactly its own; both run."""

@@ -188,9 +188,16 @@ class CCompiler(Compiler):
         os.close(fd)
         import subprocess  # only on a cache miss: a process whose kernels are all cached never loads it
 
-        proc = subprocess.run(
-            [self.cc, *self.flags, "-x", "c", "-", "-o", tmp, "-lm"], input=src.encode(), capture_output=True
-        )
+        try:
+            proc = subprocess.run(
+                [self.cc, *self.flags, "-x", "c", "-", "-o", tmp, "-lm"], input=src.encode(), capture_output=True
+            )
+        except FileNotFoundError:
+            os.unlink(tmp)
+            how = "the CC environment variable names it" if config.CC.value else "no gcc, cc or clang on PATH"
+            raise RuntimeError(
+                f"CPU device: C compiler {self.cc!r} not found ({how}); install gcc or clang, or set CC to one"
+            ) from None
         if proc.returncode != 0:
             os.unlink(tmp)
             raise RuntimeError(f"{self.cc} failed to compile a generated kernel:\n{proc.stderr.decode()}\n{src}")
