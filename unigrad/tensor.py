@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import operator
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -64,6 +65,10 @@ def _shape_arg(shape: Sequence[Any]) -> Shape:
 
 def _norm_axis(op: str, axis: int, ndim: int) -> int:
     lo, hi = (-ndim, ndim - 1) if ndim > 0 else (-1, 0)
+    try:
+        axis = operator.index(axis)  # ints and numpy ints
+    except TypeError:
+        raise TypeError(f"{op}: a dimension must be an int, got {axis!r}") from None
     if not lo <= axis <= hi:
         raise IndexError(f"{op}: dimension out of range (expected to be in range of [{lo}, {hi}], but got {axis})")
     return axis + ndim if axis < 0 else axis
@@ -1017,8 +1022,11 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     def _axes(self, axis: int | Sequence[int] | None, op: str) -> tuple[int, ...]:
         if axis is None:
             return tuple(range(self.ndim))
-        axs = (axis,) if isinstance(axis, int) else tuple(axis)
-        norm = {_norm_axis(op, a, self.ndim) for a in axs}
+        axs = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+        norm = [_norm_axis(op, a, self.ndim) for a in axs]
+        if len(set(norm)) < len(norm):
+            dup = next(a for a in norm if norm.count(a) > 1)
+            raise RuntimeError(f"{op}: dim {dup} appears multiple times in the list of dims {axs}")
         return tuple(sorted(norm)) if self.ndim else ()  # a 0-d tensor takes axis 0/-1 and reduces nothing
 
     def _reduce(self, op: Ops, axis: int | Sequence[int] | None, keepdim: bool, name: str) -> Tensor:

@@ -277,3 +277,10 @@ def test_conv_is_one_reduce_kernel(rng):
     x.conv2d(w, padding=1).realize()
     assert rt.stats.kernels - before == 2
     assert [k.arg.name[0] for k in rt.stats.last_kernels] == ["E", "r"]
+
+
+def test_conv_of_mismatched_ranks_says_what_it_expected():
+    with pytest.raises(RuntimeError, match=r"conv: input \(3,\) and weight \(1, 1, 1, 1\): expected a weight"):
+        Tensor.ones(3).conv2d(Tensor.ones(1, 1, 1, 1))
+    with pytest.raises(RuntimeError, match=r"conv: input \(1, 1, 4, 4\) and weight \(3, 3\)"):
+        Tensor.ones(1, 1, 4, 4).conv2d(Tensor.ones(3, 3))

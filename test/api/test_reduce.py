@@ -344,3 +344,16 @@ def test_half_sum_accumulates_in_float32(n):
     t = Tensor(x, requires_grad=True)
     t.sum().backward()
     assert t.grad.dtype is dtypes.float16 and (t.grad.numpy() == 1).all()
+
+
+def test_reduce_dims_are_checked_as_torch():
+    """A dim given twice is refused (torch: 'dim 0 appears multiple times'); a float dim is a TypeError naming
+    the op; numpy ints are ints."""
+    x = Tensor.ones(2, 3)
+    with pytest.raises(RuntimeError, match=r"sum: dim 0 appears multiple times in the list of dims \(0, -2\)"):
+        x.sum((0, -2))
+    with pytest.raises(RuntimeError, match="logsumexp: dim 1 appears multiple times"):
+        x.logsumexp((1, 1))
+    with pytest.raises(TypeError, match="mean: a dimension must be an int, got 1.5"):
+        x.mean(1.5)
+    np.testing.assert_array_equal(x.sum(np.int64(1)).numpy(), [3.0, 3.0])

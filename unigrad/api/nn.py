@@ -416,6 +416,11 @@ class NNMixin:
         """N-d convolution (1-d, 2-d, 3-d by the weight's rank): x (N, C_in, *s), weight (C_out, C_in/groups,
         *k) -> (N, C_out, *o): the pooled input times the weight, summed over (C_in/groups, *k)."""
         n = weight.ndim - 2
+        if n < 1 or self.ndim != n + 2:
+            raise RuntimeError(
+                f"conv: input {self.shape} and weight {weight.shape}: expected a weight (C_out, C_in/groups, *kernel) "
+                f"with at least 1 kernel dim and an input (N, C_in, *spatial) with as many spatial dims"
+            )
         cin, spatial = self.shape[1], self.shape[2:]
         cout, cin_g, k_ = weight.shape[0], weight.shape[1], weight.shape[2:]
         if len(spatial) != n or cin != cin_g * groups or cout % groups:

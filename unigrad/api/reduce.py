@@ -45,11 +45,7 @@ def _norm_dim(op: str, dim: int, ndim: int) -> int:
 
 def _reduce_axes(x: Tensor, axis: Axis, op: str) -> tuple[int, ...]:
     """The sorted, non-negative axes to reduce (a 0-d tensor takes 0/-1 and reduces nothing)."""
-    if axis is None:
-        return tuple(range(x.ndim))
-    axs = (axis,) if isinstance(axis, int) else tuple(axis)
-    norm = sorted({_norm_dim(op, a, x.ndim) for a in axs})
-    return tuple(norm) if x.ndim else ()
+    return x._axes(axis, op)
 
 
 def _out_shape(x: Tensor, axes: tuple[int, ...], keepdim: bool) -> tuple[int, ...]:
