@@ -207,6 +207,7 @@ class NNMixin:
     def layernorm(self: Tensor, axis: int | tuple[int, ...] = -1, eps: float = 1e-5) -> Tensor:
         """Normalize over `axis` to zero mean and unit variance (biased variance, as torch's layer_norm)."""
         x = self._float()
+        axis = self._axes(axis, "layernorm")  # checked here, so an error names layernorm
         y = x - x.mean(axis, keepdim=True)
         return y * ((y * y).mean(axis, keepdim=True) + eps).sqrt().reciprocal()
 
