@@ -721,7 +721,10 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     def shrink(self, arg: Sequence[tuple[int, int] | None]) -> Tensor:
         bounds = [(0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape)]
         if len(arg) != self.ndim or any(
-            smin(b) < 0 or not always_le(b, e) or not always_le(e, s) for (b, e), s in zip(bounds, self.shape)
+            not (0 <= b <= e <= s)
+            if b.__class__ is int and e.__class__ is int and s.__class__ is int  # plain ints: compared directly
+            else smin(b) < 0 or not always_le(b, e) or not always_le(e, s)
+            for (b, e), s in zip(bounds, self.shape)
         ):
             raise RuntimeError(
                 f"shrink: bounds {tuple(arg)} do not fit shape {self.shape}; need 0 <= begin <= end <= size per dim"

@@ -938,3 +938,36 @@ def test_take_rows_out_of_range_reads_zero_and_errors():
         w.take_rows(Tensor([0.5]))
     with pytest.raises(IndexError, match="index_select"):
         w.index_select(0, Tensor([3]))
+
+
+def test_int_and_slice_fast_path_builds_the_general_paths_nodes():
+    """__getitem__'s fast path (in-range ints, nonempty step-1 slices) gives the very node the general index plan
+    builds (hash-consing), and the values numpy gives; anything else falls through to the general path."""
+    import random
+
+    from unigrad.api import movement
+
+    r = random.Random(5)
+    xn = np.random.default_rng(5).standard_normal((5, 7, 3)).astype(np.float32)
+    x = Tensor(xn)
+    fast_taken = 0
+    for _ in range(400):
+        items = []
+        for n in x.shape[: r.randint(1, 3)]:
+            if r.random() < 0.4:
+                items.append(r.randint(-n, n - 1))
+            else:
+                items.append(
+                    slice(r.choice([None, r.randint(-n - 2, n + 2)]), r.choice([None, r.randint(-n - 2, n + 2)]))
+                )
+        index = tuple(items) if len(items) > 1 or r.random() < 0.5 else items[0]
+        fast = movement._ints_and_slices(x, index)
+        general = movement._basic_index(x, movement._index_plan(x, index))
+        if fast is not None:
+            fast_taken += 1
+            assert fast.uop is general.uop, index
+        assert x[index].shape == xn[index].shape
+        if fast_taken < 40 and fast is not None:
+            np.testing.assert_array_equal(x[index].numpy(), xn[index])
+    assert fast_taken > 200
+    assert movement._ints_and_slices(x, (slice(0, 4, 2),)) is None and movement._ints_and_slices(x, 9) is None
