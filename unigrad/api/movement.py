@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from unigrad.helpers import record
 from unigrad.dtype import DType, dtypes, least_upper_dtype
+from unigrad.helpers import record
 from unigrad.ir.sint import always_le, sadd, sint, smin, ssub
 from unigrad.ir.uop import UOp
 

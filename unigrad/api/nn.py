@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from unigrad.helpers import record
 from unigrad.dtype import DType, dtypes
+from unigrad.helpers import record
 
 if TYPE_CHECKING:
     from unigrad.tensor import Tensor

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from unigrad.helpers import record
 from unigrad.dtype import DType, dtypes, to_dtype
+from unigrad.helpers import record
 from unigrad.ir.ops import Ops
 from unigrad.ir.sint import sint, smax, smin
 from unigrad.ir.uop import UOp

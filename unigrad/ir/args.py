@@ -12,8 +12,8 @@ from collections.abc import Callable
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from unigrad.helpers import record
 from unigrad.dtype import ConstType, DType
+from unigrad.helpers import record
 from unigrad.ir.ops import Ops
 
 if TYPE_CHECKING:

@@ -20,8 +20,8 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 
-from unigrad.helpers import record
 from unigrad.dtype import DType
+from unigrad.helpers import record
 from unigrad.ir.args import AddrSpace, AxisType, LoadArg, ParamArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.symbolic import simplify

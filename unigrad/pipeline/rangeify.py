@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from unigrad.helpers import record
 from unigrad.dtype import DType, dtypes
+from unigrad.helpers import record
 from unigrad.ir.args import AddrSpace, AxisType, KernelInfo, LoadArg, ParamArg, ReduceArg
 from unigrad.ir.ops import TRANSCENDENTAL_OPS, GroupOp, Ops
 from unigrad.ir.pattern import PatternMatcher, UPat, graph_rewrite

@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from unigrad.helpers import record
 from unigrad.dtype import DType, dtypes
+from unigrad.helpers import record
 from unigrad.ir.args import AddrSpace, AxisType
 from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.symbolic import split_terms

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from unigrad.helpers import record
 from unigrad import config
 from unigrad.dtype import DType, dtypes
+from unigrad.helpers import record
 from unigrad.pipeline.optimize.opts import Target
 from unigrad.render.cstyle import KernelSignature
 

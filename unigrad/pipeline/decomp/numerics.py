@@ -12,8 +12,8 @@ import struct
 from collections.abc import Sequence
 from fractions import Fraction
 
-from unigrad.helpers import record
 from unigrad.dtype import ConstType, DType, dtypes
+from unigrad.helpers import record
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
 
