@@ -305,7 +305,10 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         if any(not isinstance(s, (int, UOp)) or smin(s) < 0 for s in shp):
             raise RuntimeError(f"full: shape must be non-negative ints (or symbolic sizes), got {shp}")
         dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
-        t = Tensor(fill_value, device=device, dtype=dt).reshape((1,) * len(shp)).expand(shp)
+        if fill_value.__class__ in (int, float, bool) and all(s.__class__ is int for s in shp):
+            t = Tensor(_const_uop(fill_value, dt, shp), device=device)  # the common case: the cached constant node
+        else:
+            t = Tensor(fill_value, device=device, dtype=dt).reshape((1,) * len(shp)).expand(shp)
         return t.requires_grad_() if requires_grad else t
 
     @staticmethod

@@ -109,3 +109,13 @@ def test_factories_take_requires_grad(name):
     (x * x).sum().backward()
     (xt * xt).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int8", "uint8", "int64", "bool"])
+def test_full_of_a_python_scalar_is_the_broadcast_constant_node(dtype):
+    """full()'s fast path (a cached constant node) builds what the general path builds: the scalar as a tensor of
+    the dtype, reshaped and expanded."""
+    for value in (0, 1, -3, 2.7, -0.0, float("inf"), float("nan"), True):
+        for shape in ((), (3,), (2, 1, 4), (0, 5)):
+            general = Tensor(value, dtype=dtype).reshape((1,) * len(shape)).expand(shape)
+            assert Tensor.full(shape, value, dtype=dtype).uop is general.uop
