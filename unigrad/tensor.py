@@ -613,7 +613,13 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
 
     # ---------------------------------------------------------------- movement
     def reshape(self, *shape: Any) -> Tensor:
-        shp = list(_shape_arg(shape))
+        new, cur = _shape_arg(shape), self.shape
+        if all(s.__class__ is int and s >= 0 for s in new) and all(c.__class__ is int for c in cur):
+            # plain sizes, nothing to infer (most reshapes): the checks below on ints
+            if math.prod(new) != math.prod(cur):
+                raise RuntimeError(f"reshape: shape {new} is invalid for input of size {math.prod(cur)} (shape {cur})")
+            return self if new == cur else self._new(UOp(Ops.RESHAPE, (self.uop, UOp.shape_src(new))))
+        shp = list(new)
         if shp.count(-1) > 1:
             raise RuntimeError(f"reshape: only one dimension can be inferred, got {tuple(shp)}")
         numel = self.numel()
