@@ -61,7 +61,7 @@ def test_softmax_over_an_empty_axis_is_empty_and_a_bad_axis_is_refused(rng, fn):
     close(getattr(x, fn)(-1), getattr(F, fn)(xt, -1))
     getattr(x, fn)(-1).sum().backward()
     assert x.grad is not None and x.grad.shape == (4, 0)
-    with pytest.raises(IndexError, match=f"{fn}: axis 2 is out of range .* shape \\(4, 0\\)"):
+    with pytest.raises(IndexError, match=f"{fn}: dimension out of range .* but got 2"):
         getattr(x, fn)(2)
 
 

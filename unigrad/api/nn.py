@@ -766,6 +766,4 @@ def _conv_function():  # noqa: ANN202 - a unigrad.function (imported late: funct
 
 def _empty_axis(x: Tensor, axis: int, op: str) -> bool:
     """Whether `axis` of x has no element (an axis out of range raises, naming op)."""
-    if not -max(x.ndim, 1) <= axis < max(x.ndim, 1):
-        raise IndexError(f"{op}: axis {axis} is out of range for a tensor of shape {x.shape}")
-    return x.ndim > 0 and isinstance(n := x.shape[axis], int) and n == 0
+    return any(isinstance(n := x.shape[a], int) and n == 0 for a in x._axes(axis, op))

@@ -43,11 +43,6 @@ def _norm_dim(op: str, dim: int, ndim: int) -> int:
     return dim + ndim if dim < 0 and ndim > 0 else max(dim, 0)
 
 
-def _reduce_axes(x: Tensor, axis: Axis, op: str) -> tuple[int, ...]:
-    """The sorted, non-negative axes to reduce (a 0-d tensor takes 0/-1 and reduces nothing)."""
-    return x._axes(axis, op)
-
-
 def _out_shape(x: Tensor, axes: tuple[int, ...], keepdim: bool) -> tuple[int, ...]:
     return tuple(1 if i in axes else s for i, s in enumerate(x.shape) if keepdim or i not in axes)
 
@@ -183,7 +178,7 @@ class ReduceMixin:
     # ---------------------------------------------------------------- boolean reductions
     def any(self: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
         """Is any element nonzero (nan counts): bool, or uint8 for uint8 input (as PyTorch); False when empty."""
-        axes = _reduce_axes(self, _pick(axis, dim), "any")
+        axes = self._axes(_pick(axis, dim), "any")
         if any(self.shape[a] == 0 for a in axes):
             out = _full(self, _out_shape(self, axes, keepdim), False, dtypes.bool)
         else:
@@ -209,7 +204,7 @@ class ReduceMixin:
         PyTorch, N <= correction gives inf (or nan for 0/0)."""
         if not self.dtype.is_float:
             raise RuntimeError(f"var: std and var only support floating point dtypes, got {self.dtype}")
-        axes = _reduce_axes(self, _pick(axis, dim), "var")
+        axes = self._axes(_pick(axis, dim), "var")
         corr = correction if correction is not None else 1 if unbiased is None else int(unbiased)
         n = math.prod(self.shape[a] for a in axes)
         x, dt = _compute(self)
@@ -242,7 +237,7 @@ class ReduceMixin:
     ) -> tuple[Tensor, Tensor]:
         """(var, mean) over the same axes."""
         v = self.var(axis, keepdim, correction, dim=dim, unbiased=unbiased)
-        return v, self.mean(_reduce_axes(self, _pick(axis, dim), "var_mean"), keepdim)
+        return v, self.mean(self._axes(_pick(axis, dim), "var_mean"), keepdim)
 
     def std_mean(
         self: Tensor,
@@ -255,7 +250,7 @@ class ReduceMixin:
     ) -> tuple[Tensor, Tensor]:
         """(std, mean) over the same axes."""
         s = self.std(axis, keepdim, correction, dim=dim, unbiased=unbiased)
-        return s, self.mean(_reduce_axes(self, _pick(axis, dim), "std_mean"), keepdim)
+        return s, self.mean(self._axes(_pick(axis, dim), "std_mean"), keepdim)
 
     # ---------------------------------------------------------------- arg reductions
     def argmax(self: Tensor, axis: int | None = None, keepdim: bool = False, *, dim: int | None = None) -> Tensor:
@@ -273,7 +268,7 @@ class ReduceMixin:
     def logsumexp(self: Tensor, axis: Axis = None, keepdim: bool = False, *, dim: Axis = None) -> Tensor:
         """log(sum(exp(x))) = m + log(sum(exp(x - m))), m the max (0 where it is +-inf, so all -inf gives -inf
         and any +inf gives inf); -inf over an empty axis. Ints give the default float."""
-        axes = _reduce_axes(self, _pick(axis, dim), "logsumexp")
+        axes = self._axes(_pick(axis, dim), "logsumexp")
         x, dt = _compute(self)
         if any(self.shape[a] == 0 for a in axes):
             return _full(self, _out_shape(self, axes, keepdim), -math.inf, dt)

@@ -63,7 +63,7 @@ class UOp:
         is theirs, set here instead of derived when first asked."""
         u = UOp(op, src)
         if u._shape is _MISSING:
-            u._shape = src[0]._shape if src[0]._shape is not _MISSING else src[0].shape
+            u._shape = src[0].shape
         return u
 
     def __del__(self) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 from unigrad import config
 from unigrad.dtype import DType, dtypes
 from unigrad.helpers import record
+from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize.opts import Target
 from unigrad.render.cstyle import KernelSignature
 
@@ -51,7 +52,7 @@ class Lowered:
     """A kernel through the pipeline, before the device compiler: its LINEAR, source and signature."""
 
     name: str
-    linear: Any  # the LINEAR UOp (not imported here: the runtime base stays below the IR in the import order)
+    linear: UOp  # the LINEAR
     src: str
     sig: KernelSignature
 

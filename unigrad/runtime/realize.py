@@ -109,16 +109,16 @@ class CachedSchedule:
     outputs: UOp
 
 
-def _plan(body: UOp) -> tuple[tuple[Step, ...] | None, UOp]:
-    """The kernels of a scheduled body in run order, and its outputs with the kernels stripped."""
+def _plan(body: UOp) -> tuple[tuple[Step, ...], bool, UOp]:
+    """The kernels of a scheduled body in run order, whether every argument is a placeholder (the plan can run
+    straight on buffers), and its outputs with the kernels stripped."""
     steps: list[Step] = []
 
     def step(call: UOp) -> None:
         steps.append(Step(call.src[0], tuple(_base(b) for b in call.src[1:])))
 
     outputs = _strip_calls(body, step)
-    plain = all(p.op is Ops.PARAM for st in steps for p in st.params)
-    return (tuple(steps) if plain else None), outputs
+    return tuple(steps), all(p.op is Ops.PARAM for st in steps for p in st.params), outputs
 
 
 def _strip_calls(root: UOp, on_call: Callable[[UOp], None]) -> UOp:
@@ -151,10 +151,10 @@ def _schedule(body: UOp, args: tuple[UOp, ...], device: str) -> CachedSchedule:
         inputs = tuple(sorted((p for p in params if p.arg.slot < n_in), key=lambda p: p.arg.slot))
         fresh = tuple(p for p in params if p.arg.slot >= n_in)
         names = frozenset(v.arg.name for v in variables_of(body))
-        cs = _schedule_cache[key] = CachedSchedule(sched, inputs, fresh, names, *_plan(sched))
-        # its kernels are compiled now, in parallel (each on the device its first buffer is on: the others later)
-        calls = [u for u in sched.toposort(gate=lambda x: not _is_ast(x)) if u.op is Ops.CALL]
-        precompile(device, [c.src[0] for c in calls if getattr(_base(c.src[1]).arg, "device", None) == device])
+        steps, plain, outputs = _plan(sched)
+        cs = _schedule_cache[key] = CachedSchedule(sched, inputs, fresh, names, steps if plain else None, outputs)
+        # its kernels are compiled now, in parallel (those whose first buffer is on this device: the others later)
+        precompile(device, [st.ast for st in steps if getattr(st.params[0].arg, "device", None) == device])
     return cs
 
 
