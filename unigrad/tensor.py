@@ -12,6 +12,7 @@ import itertools
 import math
 import operator
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -40,12 +41,14 @@ from unigrad.runtime import realize as rt
 
 Shape = tuple[int, ...]
 # broadcast constants by (value, type, dtype, shape), kept alive: an op with a scalar (x + 1, lr * g) reuses the
-# same three UOps instead of building and freeing them on every call (oldest dropped past the size)
+# same three UOps instead of building and freeing them on every call (oldest dropped past the size; an OrderedDict
+# drops it in O(1), where a dict's first key is found by skipping the deleted entries before it)
 CONST_CACHE_SIZE = 4096
-_const_uops: dict[tuple[Any, ...], UOp] = {}
-_arange_uops: dict[tuple[Any, ...], UOp] = {}  # Tensor.arange's graphs by arguments (no device: they hold none)
+_const_uops: OrderedDict[tuple[Any, ...], UOp] = OrderedDict()
+_arange_uops: OrderedDict[tuple[Any, ...], UOp] = OrderedDict()  # Tensor.arange's graphs by arguments (no device)
 V = TypeVar("V")
-_broadcasts: dict[tuple[Any, ...], Shape] = {}  # _broadcast_shape's valid results by the shapes broadcast
+_broadcasts: OrderedDict[tuple[Any, ...], Shape] = OrderedDict()  # _broadcast_shape's valid results by the shapes
+_const_views: OrderedDict[Shape, tuple[UOp, UOp]] = OrderedDict()  # _const_uop's RESHAPE, EXPAND operands by shape
 
 _NP_TO_DTYPE = {np.dtype(d.fmt): d for d in dtypes.all() if d.fmt is not None}
 
@@ -166,11 +169,11 @@ class no_grad(contextlib.ContextDecorator):
         Tensor.no_grad = self._saved.pop()
 
 
-def _remember(cache: dict[tuple[Any, ...], V], key: tuple[Any, ...], value: V) -> V:
-    """Put value in a bounded cache (_const_uops, _arange_uops, _broadcasts), dropping the oldest entry past
-    CONST_CACHE_SIZE."""
+def _remember(cache: OrderedDict[tuple[Any, ...], V], key: tuple[Any, ...], value: V) -> V:
+    """Put value in a bounded cache (_const_uops, _arange_uops, _broadcasts, _const_views), dropping the oldest
+    entry past CONST_CACHE_SIZE."""
     if len(cache) >= CONST_CACHE_SIZE:
-        del cache[next(iter(cache))]
+        cache.popitem(last=False)
     cache[key] = value
     return value
 
@@ -181,7 +184,9 @@ def _const_uop(x: ConstType, dtype: DType, shape: Shape) -> UOp:
     if (u := _const_uops.get(key)) is None:
         u = UOp.const(dtype, x)
         if shape:
-            u = UOp(Ops.EXPAND, (UOp(Ops.RESHAPE, (u, UOp.shape_src((1,) * len(shape)))), UOp.shape_src(shape)))
+            if (view := _const_views.get(shape)) is None:
+                view = _remember(_const_views, shape, (UOp.shape_src((1,) * len(shape)), UOp.shape_src(shape)))
+            u = UOp(Ops.EXPAND, (UOp(Ops.RESHAPE, (u, view[0])), view[1]))
         if x == x and (x != 0 or math.copysign(1.0, x) > 0):  # NaN and -0.0 would match other keys
             _remember(_const_uops, key, u)
     return u

@@ -18,12 +18,19 @@ from unigrad.dtype import ConstType, DType, cast_scalar, dtypes
 from unigrad.ir.ops import Ops
 
 
+_F32 = struct.Struct("f")
+_f32_pack, _f32_unpack = _F32.pack, _F32.unpack
+
+
 def _round_float(x: float, dt: DType) -> float:
+    if dt is dtypes.float32:  # the common case first (packing keeps nan and inf; a finite overflow raises)
+        try:
+            return _f32_unpack(_f32_pack(x))[0]
+        except OverflowError:
+            return math.copysign(math.inf, x)
     if dt is dtypes.float64 or math.isnan(x) or math.isinf(x):
         return x
     try:
-        if dt is dtypes.float32:
-            return struct.unpack("f", struct.pack("f", x))[0]
         if dt is dtypes.float16:
             return struct.unpack("e", struct.pack("e", x))[0]
     except OverflowError:

@@ -71,9 +71,27 @@ class _Walk:
         return None
 
     def rebuild(self, u: UOp) -> UOp:
+        """_over(u, its sources rebuilt), inlined: one Python frame per node (no comprehension, no helper call)."""
         memo = self.memo
-        if u.op not in _LEAF_OPS or (r := self.leaf(u)) is None:
-            r = _over(u, tuple([s if s.closed else (memo[s] if s in memo else self.rebuild(s)) for s in u.src]))
+        if u.op in _LEAF_OPS and (r := self.leaf(u)) is not None:
+            memo[u] = r
+            return r
+        new: list[UOp] = []
+        changed = False
+        for s in u.src:
+            if not s.closed:
+                r = memo.get(s)
+                if r is None:
+                    r = self.rebuild(s)
+                if r is not s:
+                    changed = True
+                    s = r
+            new.append(s)
+        if changed:
+            r = UOp(u.op, tuple(new), u.arg)
+        else:
+            u.closed = True
+            r = u
         memo[u] = r
         return r
 
