@@ -191,7 +191,13 @@ class UOp:
     def substitute(self, mapping: Mapping[UOp, UOp], walk: Callable[[UOp], bool] | None = None) -> UOp:
         """Replace nodes by the mapping (not recursively into replacements) and rebuild the users.
 
-        With `walk`, nodes for which walk(node) is False are kept as they are (not walked into)."""
+        With `walk`, nodes for which walk(node) is False are kept as they are (not walked into). A recursive
+        walk (one Python frame per node: the hot path of every realize); a graph deeper than the interpreter's
+        recursion limit takes the iterative one."""
+        try:
+            return _substitute(self, dict(mapping), walk)
+        except RecursionError:
+            pass
         memo: dict[UOp, UOp] = dict(mapping)
         for u in self.toposort(gate=lambda x: x not in mapping and (walk is None or walk(x))):
             if u in memo:
@@ -366,6 +372,28 @@ def _derive(u: UOp, slot: str, fn: Callable[[UOp], Any]) -> Any:
     v = fn(u)
     setattr(u, slot, v)
     return v
+
+
+def _substitute(u: UOp, memo: dict[UOp, UOp], walk: Callable[[UOp], bool] | None) -> UOp:
+    """UOp.substitute's walk below u; memo starts as the mapping and ends holding every node's result."""
+    r = memo.get(u)
+    if r is not None:
+        return r
+    if walk is not None and not walk(u):
+        memo[u] = u
+        return u
+    new: list[UOp] = []
+    changed = False
+    for s in u.src:
+        r = memo.get(s)
+        if r is None:
+            r = _substitute(s, memo, walk)
+        if r is not s:
+            changed = True
+        new.append(r)
+    r = UOp(u.op, tuple(new), u.arg, u.tag) if changed else u
+    memo[u] = r
+    return r
 
 
 @functools.lru_cache(maxsize=4096)
