@@ -406,6 +406,29 @@ def test_heuristics_reduce_rows_together(target: Target, lanes: int) -> None:
     assert _upcast_sizes(ast, hand_coded_opts(ast, target)) == {8192: (lanes, R), 8: (rows, U)}
 
 
+@pytest.mark.parametrize("target,lanes", [(Target(2, 64, 32), 16), (Target(2, 32, 16), 8)], ids=["avx512", "avx2"])
+def test_heuristics_column_reduction_takes_output_lanes(target: Target, lanes: int) -> None:
+    """x.sum(0) / x.max(0) of a row-major matrix (the loads contiguous in the output axis, a row apart along the
+    reduce axis): vector lanes on the output axis, up to 8 vectors, the reduce loop kept whole (one accumulator per
+    output, numpy's order) instead of split accumulators loading one scalar per row; results equal numpy's. An
+    output axis no vector divides keeps the split accumulators."""
+    x, xn = realized(96, 16 * lanes, device="CPU")
+    for out, want in ((x.sum(0), xn.sum(0)), (x.max(0), xn.max(0)), ((x * 2 + 1).sum(0), (xn * 2 + 1).sum(0))):
+        ast, bufs = kernel_of(out, "CPU")
+        opts = hand_coded_opts(ast, target)
+        assert _upcast_sizes(ast, opts) == {16 * lanes: (8 * lanes, U)}, opts
+        np.testing.assert_allclose(run(ast, bufs, tuple(opts), "CPU"), want, rtol=1e-5, atol=1e-5)
+    y, yn = realized(256, 2 * lanes, device="CPU")
+    ast, bufs = kernel_of(y.sum(0), "CPU")
+    opts = hand_coded_opts(ast, target)
+    assert _upcast_sizes(ast, opts) == {2 * lanes: (lanes, U)}, opts
+    np.testing.assert_allclose(run(ast, bufs, tuple(opts), "CPU"), yn.sum(0), rtol=1e-5, atol=1e-5)
+    z, zn = realized(256, 5, device="CPU")
+    ast, bufs = kernel_of(z.sum(0), "CPU")
+    assert _upcast_sizes(ast, hand_coded_opts(ast, target)) == {256: (32, R)}
+    np.testing.assert_allclose(run(ast, bufs, None, "CPU"), zn.sum(0), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize(
     "flags,machine,unit",
     [
