@@ -201,7 +201,7 @@ def gather_grad(g: UOp, y: UOp) -> Grads:
     idx = (idx < 0).where(idx + n, idx)
     rows = Tensor.arange(n, device=idx.device).reshape(n, *([1] * k))
     onehot = (idx.unsqueeze(0) == rows).cast(g.dtype).reshape(n, -1)  # (n, P)
-    grad = onehot.dot(Tensor(g, device=idx.device).reshape(onehot.shape[1], -1))  # (n, prod(rest))
+    grad = onehot.dot(Tensor(g, device=idx.device).reshape(onehot.shape[1], math.prod(rest)))  # (n, prod(rest))
     return grad.reshape(n, *rest).uop, None
 
 

@@ -409,6 +409,41 @@ def test_getitem_tensor_indices():
 @pytest.mark.parametrize(
     "index",
     [
+        idx([3, 0, 3, 1]),  # repeated rows: their gradients add up
+        idx(ALL, [[4, 0], [4, 4]]),
+        idx([0, 2, 2], [1, 3, 1]),  # two adjacent advanced dims: one flattened index
+        idx([1, 0], ALL, [5, 5]),  # separated: the broadcast dims first
+        idx(slice(1, 4), [-1, 0, -5]),  # negatives, after a basic slice
+        idx([], ALL),
+    ],
+    ids=repr,
+)
+def test_getitem_tensor_indices_forward_and_backward(index):
+    """Advanced indexing over static sizes is an indirect load of the advanced dims flattened into one: values and
+    the source's gradient (rows picked twice add up) equal torch's, on a non-contiguous source."""
+    base = np.random.default_rng(7).standard_normal((4, 5, 6)).astype(np.float32)
+    t, r = Tensor(base).permute(1, 0, 2).contiguous().permute(1, 0, 2), torch.from_numpy(base)
+    t.requires_grad, r.requires_grad = True, True
+    out, ref = t[index], r[index]
+    check(out, ref.detach())
+    w = np.random.default_rng(8).standard_normal(tuple(ref.shape)).astype(np.float32)
+    (out * Tensor(w)).sum().backward()
+    (ref * torch.from_numpy(w)).sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_getitem_tensor_index_out_of_range_reads_zero():
+    """An index entry outside its dim reads 0 (no wrong element): with two advanced dims, j = 6 in a dim of 6 would
+    land on the next row's first element if the flattened position were not checked per dim."""
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    got = Tensor(x)[Tensor([0, 1, 2]), Tensor([6, 5, -7])].numpy()
+    np.testing.assert_array_equal(got, [0.0, 11.0, 0.0])
+    np.testing.assert_array_equal(Tensor(x)[Tensor([4, -5, 3])].numpy(), np.stack([np.zeros(6), np.zeros(6), x[3]]))
+
+
+@pytest.mark.parametrize(
+    "index",
+    [
         idx(slice(None, None, -1)),
         idx(slice(None, None, -2), slice(4, 0, -3)),
         idx(ALL, slice(-1, -6, -2), 2),
@@ -563,6 +598,33 @@ def test_gather(shape, dim, ishape, dtype, view):
     n = shape[dim] if shape else 1
     i = rand_index(ishape, n)
     check(t.gather(dim, Tensor(i)), r.gather(dim, torch.from_numpy(i)))
+
+
+@pytest.mark.parametrize("shape,dim,ishape", [((4, 6), 1, (4, 9)), ((4, 6), 0, (2, 3)), ((3, 4, 5), 1, (3, 7, 2))])
+def test_gather_values_equal_with_and_without_grad(shape, dim, ishape):
+    """gather of a tensor that needs no gradient is an indirect load, of one that does a one-hot selection (its
+    gradient): both give torch's values, and the second torch's gradient (repeated picks add up)."""
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    i = rand_index(ishape, shape[dim], seed=6)
+    ref = torch.from_numpy(x).requires_grad_()
+    want = ref.gather(dim, torch.from_numpy(i))
+    check(Tensor(x).gather(dim, Tensor(i)), want.detach())
+    t = Tensor(x, requires_grad=True)
+    out = t.gather(dim, Tensor(i))
+    check(out, want.detach())
+    w = np.random.default_rng(7).standard_normal(ishape).astype(np.float32)
+    (out * Tensor(w)).sum().backward()
+    (want * torch.from_numpy(w)).sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), ref.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_gather_out_of_range_reads_zero():
+    """An index outside [0, n) reads 0 on both paths (never the element its flat position would land on)."""
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    i = Tensor([[4, 0], [-1, 3], [1, 2]])
+    want = [[0.0, 0.0], [0.0, 7.0], [9.0, 10.0]]
+    np.testing.assert_array_equal(Tensor(x).gather(1, i).numpy(), want)
+    np.testing.assert_array_equal(Tensor(x, requires_grad=True).gather(1, i).numpy(), want)
 
 
 @pytest.mark.parametrize(

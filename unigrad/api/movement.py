@@ -397,20 +397,40 @@ def _adv_match(plan: _IndexPlan, bshape: tuple[int, ...], idxs: list[Tensor], n_
 
 
 def _advanced_get(x: Tensor, plan: _IndexPlan) -> Tensor:
-    """x (already basic-indexed) gathered at the advanced indices: [B..., rest...] summed one-hot selections,
-    then B moved to the first advanced position if the advanced indices are adjacent."""
+    """x (already basic-indexed) gathered at the advanced indices: [B..., rest...], then B moved to the first
+    advanced position if the advanced indices are adjacent. Over static sizes an indirect load (take_rows) of the
+    advanced dims flattened into one: O(output); symbolic sizes sum one-hot selections, O(output * positions).
+    Either way an index out of range reads 0."""
     pos, rest, adjacent = _adv_layout(plan)
     bshape, idxs = _adv_indices(plan, "__getitem__")
     xp = x.permute(pos + rest)  # [k_1..k_m, rest...]
-    xe = xp.reshape((1,) * len(bshape) + xp.shape)
-    match = _adv_match(plan, bshape, idxs, len(rest))
     nb, m = len(bshape), len(pos)
-    out = _select_sum(match.where(xe, _zero(x)), tuple(range(nb, nb + m)))  # [B..., rest...]
+    if all(isinstance(s, int) for s in xp.shape):
+        out = xp.reshape(-1, *xp.shape[m:]).take_rows(_flat_index(idxs, xp.shape[:m]))  # [B..., rest...]
+    else:
+        xe = xp.reshape((1,) * len(bshape) + xp.shape)
+        match = _adv_match(plan, bshape, idxs, len(rest))
+        out = _select_sum(match.where(xe, _zero(x)), tuple(range(nb, nb + m)))  # [B..., rest...]
     if adjacent and pos[0] > 0:
         before = pos[0]  # rest dims that come before the advanced block
         order = tuple(range(nb, nb + before)) + tuple(range(nb)) + tuple(range(nb + before, out.ndim))
         out = out.permute(order)
     return out
+
+
+def _flat_index(idxs: list[Tensor], sizes: tuple[int, ...]) -> Tensor:
+    """The row-major position of (idx_1, ..., idx_m) (negatives already wrapped) in dims of `sizes`; a tuple with
+    any entry out of its dim's range gets -N-1 (N = prod(sizes)), a row no entry reaches even after take_rows
+    wraps it, so the indirect load reads 0 as a one-hot selection would (not the element a wrapped or flattened
+    position lands on)."""
+    flat, valid = None, None
+    for idx, n, stride in zip(idxs, sizes, [math.prod(sizes[i + 1 :]) for i in range(len(sizes))]):
+        i = idx.cast(dtypes.int64)
+        inside = (i >= 0) & (i < n)
+        flat = i * stride if flat is None else flat + i * stride
+        valid = inside if valid is None else valid & inside
+    assert flat is not None and valid is not None
+    return valid.where(flat, -math.prod(sizes) - 1)
 
 
 def _advanced_set(x: Tensor, plan: _IndexPlan, value: Tensor) -> Tensor:
@@ -923,11 +943,20 @@ class MovementMixin:
     # ------------------------------------------------------------ gather / scatter
     def gather(self: Tensor, dim: int, index: Tensor) -> Tensor:
         """out[..i..] = self[..index[..i..]..] along dim (torch.gather): the spec's gather composition, a
-        one-hot mask over the n positions of dim summed away: O(index.numel() * n)."""
+        one-hot mask over the n positions of dim summed away: O(index.numel() * n); an indirect load when self
+        needs no gradient. An index out of [0, n) reads 0."""
         x = self.reshape(1) if self.ndim == 0 else self
         idx = index.reshape(1) if index.ndim == 0 else index
         d = _scatter_dim(x, "gather", dim, idx)
         n = x.shape[d]
+        if not x.requires_grad and all(isinstance(s, int) for s in x.shape + idx.shape):
+            # no gradient to take: an indirect load of x's flat position, O(index.numel()) (the one-hot form's
+            # gradient is cheaper than this one's through a flat x, so it stays where a gradient may be asked)
+            coords = [
+                idx if i == d else _arange(s, x.device).reshape([s if j == i else 1 for j in range(idx.ndim)])
+                for i, s in enumerate(idx.shape)
+            ]
+            return x.reshape(-1).take_rows(_flat_index(coords, x.shape)).reshape(index.shape)
         x = x.shrink(tuple(None if i == d else (0, s) for i, s in enumerate(idx.shape)))
         xe = x.movedim(d, -1).unsqueeze(d)  # [..., 1 at d, ..., n]
         match = idx.unsqueeze(-1) == _arange(n, x.device)  # [..., m at d, ..., n]
