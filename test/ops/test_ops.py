@@ -1264,6 +1264,25 @@ def test_matmul_packs_a_big_b(rng):
     assert len(rt.stats.last_kernels) == 1
 
 
+def test_matmul_packs_a_batch_of_transposed_bs(rng):
+    """q @ k^T over a batch (attention scores): each B is a transposed view, packed per batch (a copy kernel, then
+    the matmul), values and gradients equal torch's."""
+    from unigrad.runtime import realize as rt
+
+    q, k = rng.uniform(-1, 1, (4, 256, 64)).astype(np.float32), rng.uniform(-1, 1, (4, 512, 64)).astype(np.float32)
+    tq, tk = Tensor(q, requires_grad=True), Tensor(k, requires_grad=True)
+    out = (tq @ tk.transpose(1, 2)).realize()
+    assert [kern.arg.name[0] for kern in rt.stats.last_kernels] == ["E", "r"]
+    rq, rk = torch.from_numpy(q).requires_grad_(), torch.from_numpy(k).requires_grad_()
+    ref = rq @ rk.transpose(1, 2)
+    check(out, ref.detach(), rtol=1e-4, atol=1e-4)
+    g = rng.uniform(-1, 1, (4, 256, 512)).astype(np.float32)
+    (out * Tensor(g)).sum().backward()
+    (ref * torch.from_numpy(g)).sum().backward()
+    np.testing.assert_allclose(tq.grad.numpy(), rq.grad.numpy(), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(tk.grad.numpy(), rk.grad.numpy(), rtol=1e-4, atol=1e-3)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("view", VIEWS)
 def test_matmul_views(view, device, rng):

@@ -5,7 +5,7 @@ In: a kernel SINK from rangeify and the Target (threads, vector width and regist
   - a THREAD axis split off the outermost output loop, one chunk per core, when the kernel is big enough
     to pay for a dispatch (elementwise and matmul results stay bit-identical: each output is computed by
     the same code in one thread);
-  - matmul-like kernels (a reduce under two or more output axes): register tiling (`_register_tile`): vector
+  - matmul-like kernels (a reduce under two or more output axes, with a load the tile reuses): register tiling (`_register_tile`): vector
     lanes on the innermost output and a second axis chosen by load reuse (matmul m x n, convolution co x ow), or,
     when the innermost output takes no vector (a weight gradient's kernel width), lanes on the reduce axis (split
     accumulators) beside a small output tile; the reduce loop kept whole; a B panel too big for the cache is
@@ -156,6 +156,15 @@ def _register_tile(
     return []
 
 
+def _reuse(sink: UOp, outputs: list[UOp], reduce: UOp) -> bool:
+    """Some load that varies along the reduce axis does not depend on some output axis (matmul: A[m, k] is the same
+    for every n), so a register tile over the outputs loads it once for several of them. Without that (a row mean
+    of a (16, 512, 768) tensor: every element read once) the kernel is a plain reduction: a tile would only turn
+    its contiguous row loads into gathers a row apart (layernorm's mean and variance: 3.2 ms at 8 GB/s)."""
+    varying = [idx.toposort() for idx in _load_indices(sink) if reduce in idx.toposort()]
+    return any(r not in topo for topo in varying for r in outputs)
+
+
 def _panel_blocks(sink: UOp, tile: list[tuple[UOp, int, AxisType]], size_of: Callable[[UOp], int]) -> int | None:
     """Cache blocking of a big matmul: how many blocks to cut the tile's inner (vector) axis into, the block loop
     moved outermost, or None. Each row of tiles sweeps the whole panel of the loads that do not depend on the outer
@@ -259,7 +268,7 @@ def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
         sizes[i] //= amount
         whole.append(sizes[i] == 1)  # a part of size 1 is no axis: later axis indices shift
 
-    matmul_like = bool(reduces) and len(outputs) >= 2
+    matmul_like = bool(reduces) and len(outputs) >= 2 and _reuse(sink, outputs, reduces[-1])
     if matmul_like:  # register tiles pay at any size (threads do not)
         tile = _register_tile(sink, outputs, reduces[-1], lambda r: sizes[rs.index(r)], target)
         for r, amount, kind in tile:
