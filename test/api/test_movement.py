@@ -746,6 +746,47 @@ def test_topk(shape, k, dim, largest):
     check(i, ri)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "int64", "uint8", "bool"])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_by_selection_matches_a_stable_sort(dtype, largest):
+    """topk of a few out of many (picked one at a time) equals the first k of a stable sort along the axis, ties in
+    index order, NaN above everything, -0.0 equal to 0.0, the dtype's extremes included; on a non-contiguous view,
+    along the last axis and along axis 0; values and indices (gradients through the values too, for floats)."""
+    rng = np.random.default_rng(11)
+    if dtype == "bool":
+        x = rng.integers(0, 2, (5, 90)).astype(bool)
+    elif dtype.startswith("float"):
+        x = rng.integers(-4, 5, (5, 90)).astype(dtype) / 2  # many ties
+        x[0, :6] = [np.nan, -0.0, 0.0, np.inf, -np.inf, np.nan]
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(-3 if info.min < 0 else 0, 4, (5, 90)).astype(dtype)
+        x[1, :3] = [info.min, info.max, info.min]
+    def stable_first(a: np.ndarray, k: int, axis: int) -> np.ndarray:
+        """Indices of the first k of a stable sort along axis: NaN above every value, ties in index order."""
+        v = a.astype(np.float64)
+        nan = np.isnan(v)
+        v = np.where(nan, 0.0, v)
+        primary, secondary = (~nan, -v) if largest else (nan, v)  # np.lexsort: the last key sorts first
+        order = np.lexsort((secondary, primary), axis=axis)
+        return np.take(order, range(k), axis=axis)
+
+    for axis, k in ((1, 7), (0, 1)):
+        src = np.ascontiguousarray(x.T).T if axis == 1 else x
+        t = Tensor(np.ascontiguousarray(src.T)).permute(1, 0) if axis == 1 else Tensor(src)
+        v, i = t.topk(k, axis, largest)
+        want = stable_first(src, k, axis)
+        np.testing.assert_array_equal(i.numpy(), want)
+        np.testing.assert_array_equal(v.numpy(), np.take_along_axis(src, want, axis))
+    if dtype == "float32":
+        t = Tensor(x, requires_grad=True)
+        v, _ = t.topk(7, 1, largest)
+        v.sum().backward()
+        g = np.zeros_like(x)
+        np.put_along_axis(g, stable_first(x, 7, 1), 1.0, 1)
+        np.testing.assert_array_equal(t.grad.numpy(), g)
+
+
 @pytest.mark.parametrize("x", [[3, 1, 2, 3, 1, 5], [[2, 2], [0, 2]], [7], [], [1.5, -0.5, 1.5, 0.0]])
 def test_unique(x):
     t, r = Tensor(x), torch.tensor(x)

@@ -70,6 +70,9 @@ def _select_sum(x: Tensor, axis: int | tuple[int, ...]) -> Tensor:
     return x.sum(axis, dtype=x.dtype)
 
 
+TOPK_SELECT = 16  # topk picks up to this many elements one at a time; more come from every element's rank
+
+
 def _arange(n: int, device: str) -> Tensor:
     from unigrad.tensor import Tensor
 
@@ -1127,12 +1130,19 @@ class MovementMixin:
         self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, sorted_: bool | None = None
     ) -> tuple[Tensor, Tensor]:
         """The k largest (smallest) elements along dim and their indices, as the first k of a stable sort (so always
-        in sorted order, which torch allows for sorted=False too; `sorted_` is tinygrad's spelling)."""
+        in sorted order, which torch allows for sorted=False too; `sorted_` is tinygrad's spelling). Up to
+        TOPK_SELECT elements are picked one at a time (O(n*k)); more come from every element's rank (O(n^2))."""
         x = self.reshape(1) if self.ndim == 0 else self
         d = _dim("topk", dim, x.ndim)
         if not 0 <= k <= x.shape[d]:
             raise RuntimeError(f"topk: selected index k={k} out of range for dim {d} of size {x.shape[d]}")
-        values, indices = _first_by_rank(x, d, k, largest)  # only ranks 0..k-1 selected: O(n*k), not O(n^2)
+        if 0 < k <= TOPK_SELECT and 8 * k < x.shape[d]:  # k rounds of (max, first index of it): O(n*k)
+            xm = x.movedim(d, -1)
+            indices = _first_k_by_selection(xm, k, largest)
+            values = xm.gather(-1, indices).movedim(-1, d)
+            indices = indices.movedim(-1, d)
+        else:
+            values, indices = _first_by_rank(x, d, k, largest)  # every rank: O(n^2)
         if self.ndim == 0:
             return values.reshape(()), indices.reshape(())
         return values, indices
@@ -1265,6 +1275,53 @@ def _nonzero_positions(flat: Tensor) -> Tensor:
     rank = _cumsum_last(flat.cast(dtypes.int64)) - 1  # [p]: how many Trues before p
     sel = flat.reshape(1, n) & (rank.reshape(1, n) == _arange(count, flat.device).reshape(count, 1))  # [j, p]
     return sel.where(_arange(n, flat.device).reshape(1, n), 0).sum(1)
+
+
+def _order_key(x: Tensor) -> Tensor:
+    """An int tensor whose order is x's sort order (torch's: NaN above everything, -0.0 equal to 0.0): floats as
+    their bits with the negatives' order reversed, ints as they are, bools as int32."""
+    if x.dtype is dtypes.bool:
+        return x.cast(dtypes.int32)
+    if not x.dtype.is_float:
+        return x
+    wide = x.dtype is dtypes.float64
+    f = (x if x.dtype in (dtypes.float32, dtypes.float64) else x.cast(dtypes.float32)) + 0.0  # -0.0 + 0.0 is 0.0
+    f = f.isnan().where(math.nan, f)  # every NaN as the one positive NaN (its bits sort above +inf's)
+    bits = f.bitcast(dtypes.int64 if wide else dtypes.int32)
+    return (bits < 0).where(~bits + (dtypes.int64 if wide else dtypes.int32).min, bits)
+
+
+def _first_k_by_selection(x: Tensor, k: int, largest: bool) -> Tensor:
+    """int64 indices [..., k] of the first k elements of x's stable sort along the last axis (largest first when
+    `largest`): k rounds, each the element after the previous round's in that order (the greatest order key below
+    it, the first index among equals). Each round is one reduce kernel over x (two for 64-bit keys), no mask of
+    the elements taken is kept: O(n*k) work."""
+    key = _order_key(x)
+    if not largest:
+        key = ~key  # order-reversing, no overflow
+    n = x.shape[-1]
+    pos = _arange(n, x.device)
+    picked: list[Tensor] = []
+    if key.dtype.itemsize <= 4 and n < 1 << 31:
+        # the key and the position in one int64, each unique (earlier positions larger): a round's pick is the max
+        # of those below the previous pick
+        both = key.cast(dtypes.int64) * n + (n - 1 - pos)
+        best: Tensor | None = None
+        for _ in range(k):
+            best = (both if best is None else (both < best).where(both, dtypes.int64.min)).max(-1, keepdim=True)
+            best = best.contiguous()  # its own buffer: the rounds after and the cat below read it
+            picked.append((n - 1) - best % n)
+    else:
+        prev: tuple[Tensor, Tensor] | None = None  # the previous pick's key and index
+        for _ in range(k):
+            after = None if prev is None else (key < prev[0]) | (key.eq(prev[0]) & (pos > prev[1]))
+            cand = key if after is None else after.where(key, key.dtype.min)
+            top = cand.max(-1, keepdim=True).contiguous()
+            hit = cand.eq(top) if after is None else cand.eq(top) & after  # the sentinel is no pick
+            idx = hit.where(pos, n).min(-1, keepdim=True).contiguous()
+            picked.append(idx)
+            prev = (top, idx)
+    return picked[0].cat(*picked[1:], dim=-1)
 
 
 def _first_by_rank(x: Tensor, d: int, k: int, descending: bool) -> tuple[Tensor, Tensor]:
