@@ -1264,6 +1264,27 @@ def test_matmul_packs_a_big_b(rng):
     assert len(rt.stats.last_kernels) == 1
 
 
+def test_matmul_copies_a_transposed_a(rng):
+    """a.T @ b with a big transposed A: A is copied row-major first (a copy kernel beside B's packing, then the
+    matmul); values and gradients equal torch's. A small one is read as it is."""
+    from unigrad.runtime import realize as rt
+
+    a, b = rng.uniform(-1, 1, (512, 256)).astype(np.float32), rng.uniform(-1, 1, (512, 512)).astype(np.float32)
+    ta, tb = Tensor(a, requires_grad=True), Tensor(b, requires_grad=True)
+    out = (ta.T @ tb).realize()
+    assert sorted(kern.arg.name[0] for kern in rt.stats.last_kernels) == ["E", "E", "r"]
+    ra, rb = torch.from_numpy(a).requires_grad_(), torch.from_numpy(b).requires_grad_()
+    ref = ra.T @ rb
+    check(out, ref.detach(), rtol=1e-4, atol=1e-4)
+    g = rng.uniform(-1, 1, (256, 512)).astype(np.float32)
+    (out * Tensor(g)).sum().backward()
+    (ref * torch.from_numpy(g)).sum().backward()
+    np.testing.assert_allclose(ta.grad.numpy(), ra.grad.numpy(), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(tb.grad.numpy(), rb.grad.numpy(), rtol=1e-4, atol=1e-3)
+    (Tensor(a[:64]).T @ Tensor(b[:64, :16])).realize()
+    assert len(rt.stats.last_kernels) == 1
+
+
 def test_matmul_packs_a_batch_of_transposed_bs(rng):
     """q @ k^T over a batch (attention scores): each B is a transposed view, packed per batch (a copy kernel, then
     the matmul), values and gradients equal torch's."""
