@@ -63,7 +63,12 @@ def cases(q: int) -> list[tuple[str, Callable[[], Tensor], Callable[[], torch.Te
     q_t, k_t = tx[:, :, :64], tx[:, :, 64:128]
     return [
         ("transpose, contiguous", lambda: ua.T.contiguous(), lambda: ta.T.contiguous(), 0),
-        ("permute NCHW -> NHWC", lambda: ub.permute(0, 2, 3, 1).contiguous(), lambda: tb.permute(0, 2, 3, 1).contiguous(), 0),
+        (
+            "permute NCHW -> NHWC",
+            lambda: ub.permute(0, 2, 3, 1).contiguous(),
+            lambda: tb.permute(0, 2, 3, 1).contiguous(),
+            0,
+        ),
         ("pad by 1", lambda: ua.pad((1, 1, 1, 1)), lambda: F.pad(ta, (1, 1, 1, 1)), 0),
         ("max_pool2d 2x2", lambda: ub.max_pool2d(2), lambda: F.max_pool2d(tb, 2), 0),
         ("avg_pool2d 2x2", lambda: ub.avg_pool2d(2), lambda: F.avg_pool2d(tb, 2), 1e-5),
@@ -80,7 +85,12 @@ def cases(q: int) -> list[tuple[str, Callable[[], Tensor], Callable[[], torch.Te
         ("topk 8 of rows", lambda: ua.topk(8, 1)[0], lambda: ta.topk(8, 1).values, 0),
         ("embedding lookup x[idx]", lambda: ue[ui], lambda: te[ti], 0),
         ("gather 16 per row", lambda: ua.gather(1, ug), lambda: ta.gather(1, tg), 0),
-        ("q @ k^T, softmax", lambda: (q_u @ k_u.transpose(1, 2)).softmax(-1), lambda: (q_t @ k_t.transpose(1, 2)).softmax(-1), 1e-4),
+        (
+            "q @ k^T, softmax",
+            lambda: (q_u @ k_u.transpose(1, 2)).softmax(-1),
+            lambda: (q_t @ k_t.transpose(1, 2)).softmax(-1),
+            1e-4,
+        ),
         ("a.T @ a", lambda: ua.T @ ua, lambda: ta.T @ ta, 1e-2),
         ("conv2d 3 -> 16 channels, 5x5", lambda: uc.conv2d(uw), lambda: F.conv2d(tc, tw), 1e-3),
     ]

@@ -762,6 +762,7 @@ def test_topk_by_selection_matches_a_stable_sort(dtype, largest):
         info = np.iinfo(dtype)
         x = rng.integers(-3 if info.min < 0 else 0, 4, (5, 90)).astype(dtype)
         x[1, :3] = [info.min, info.max, info.min]
+
     def stable_first(a: np.ndarray, k: int, axis: int) -> np.ndarray:
         """Indices of the first k of a stable sort along axis: NaN above every value, ties in index order."""
         v = a.astype(np.float64)

@@ -228,7 +228,11 @@ def _column_lanes(
     inner = outputs[-1]
     lanes = _vector_lanes(sink, inner, target.vector_bytes)
     varying = [idx for idx in _load_indices(sink) if reduce in idx.toposort()]
-    if lanes < 2 or not varying or not all(_contiguous_in(idx, inner) and not _contiguous_in(idx, reduce) for idx in varying):
+    if (
+        lanes < 2
+        or not varying
+        or not all(_contiguous_in(idx, inner) and not _contiguous_in(idx, reduce) for idx in varying)
+    ):
         return None
     size = size_of(inner)
     return next((k * lanes for k in COLUMN_VECTORS if size % (k * lanes) == 0 and size > k * lanes), None)
