@@ -3,7 +3,7 @@
 Each case builds the op on realized inputs, realizes it, and is timed against the same op in PyTorch (CPU, eager,
 2 threads) in one process run, taking turns call by call; its first result is checked against PyTorch's. The
 cases are the ones users reach for beside the suite's workloads: movement (transpose, permute, pad), pooling,
-normalization, activations, reductions along either axis, scans, indexing (embedding lookup, gather, topk),
+normalization, activations, reductions along either axis, scans, indexing (embedding lookup, gather, topk, sort),
 attention scores, convolutions with few input channels, and matmuls with a transposed operand.
 
 Output: a table of medians (ms) and unigrad / torch ratios (> 1: unigrad is slower), then one line `JSON: {...}`.
@@ -83,6 +83,7 @@ def cases(q: int) -> list[tuple[str, Callable[[], Tensor], Callable[[], torch.Te
         ("cumsum rows", lambda: ua.cumsum(1), lambda: ta.cumsum(1), 1e-3),
         ("cumsum columns", lambda: ua.cumsum(0), lambda: ta.cumsum(0), 1e-3),
         ("topk 8 of rows", lambda: ua.topk(8, 1)[0], lambda: ta.topk(8, 1).values, 0),
+        ("sort rows", lambda: ua.sort(1)[0], lambda: ta.sort(dim=1, stable=True).values, 0),
         ("embedding lookup x[idx]", lambda: ue[ui], lambda: te[ti], 0),
         ("gather 16 per row", lambda: ua.gather(1, ug), lambda: ta.gather(1, tg), 0),
         (

@@ -788,6 +788,38 @@ def test_topk_by_selection_matches_a_stable_sort(dtype, largest):
         np.testing.assert_array_equal(t.grad.numpy(), g)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "uint8", "bool"])
+@pytest.mark.parametrize("n", [65, 128, 300])
+def test_sort_network_is_a_stable_sort(dtype, n):
+    """Rows longer than SORT_NETWORK_MIN are sorted by a bitonic network over (key, position): the same indices and
+    values as a stable sort, ties in index order, NaN last ascending and first descending, -0.0 equal to 0.0; along
+    the last axis of a non-contiguous view and along axis 0; topk of more than TOPK_SELECT takes its first k."""
+    rng = np.random.default_rng(n)
+    x = rng.integers(-5, 6, (3, n)).astype(dtype) if dtype != "bool" else rng.integers(0, 2, (3, n)).astype(bool)
+    if dtype.startswith("float"):
+        x = x / 2
+        x[0, :5] = [np.nan, -0.0, 0.0, np.inf, np.nan]
+    t = Tensor(np.ascontiguousarray(x.T)).permute(1, 0)
+    for desc in (False, True):
+        v, i = t.sort(-1, descending=desc)
+        rv, ri = torch.from_numpy(x).sort(dim=-1, descending=desc, stable=True)
+        check(i, ri)
+        check(v, rv)
+        v0, i0 = Tensor(np.ascontiguousarray(x.T)).sort(0, descending=desc)
+        check(i0, ri.T)
+        tv, ti = t.topk(20, -1, largest=desc)
+        np.testing.assert_array_equal(ti.numpy(), ri.numpy()[:, :20])
+
+
+def test_sort_network_values_carry_gradients():
+    x = np.random.default_rng(3).standard_normal((2, 100)).astype(np.float32)
+    t, r = Tensor(x, requires_grad=True), torch.from_numpy(x).requires_grad_()
+    w = np.arange(100, dtype=np.float32)
+    (t.sort(-1)[0] * Tensor(w)).sum().backward()
+    (r.sort(-1)[0] * torch.from_numpy(w)).sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy())
+
+
 @pytest.mark.parametrize("x", [[3, 1, 2, 3, 1, 5], [[2, 2], [0, 2]], [7], [], [1.5, -0.5, 1.5, 0.0]])
 def test_unique(x):
     t, r = Tensor(x), torch.tensor(x)

@@ -71,6 +71,7 @@ def _select_sum(x: Tensor, axis: int | tuple[int, ...]) -> Tensor:
 
 
 TOPK_SELECT = 16  # topk picks up to this many elements one at a time; more come from every element's rank
+SORT_NETWORK_MIN = 64  # sort (and topk of more than TOPK_SELECT) over more elements than this: a sorting network
 
 
 def _arange(n: int, device: str) -> Tensor:
@@ -1114,8 +1115,9 @@ class MovementMixin:
     # ------------------------------------------------------------ sorting
     def sort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = True) -> tuple[Tensor, Tensor]:
         """(values, int64 indices), always stable (equal elements keep their order); NaN sorts as the largest
-        value, as torch. Each element's rank is the count of elements sorting before it (O(n^2) comparisons
-        along dim), then values and indices are one-hot selections by rank (O(n^2) again)."""
+        value, as torch. Over more than SORT_NETWORK_MIN elements (keys of up to 32 bits) a bitonic sorting
+        network orders (key, position) pairs, O(n log^2 n), its kernels run at the call; shorter (or 64-bit) rows
+        rank each element by the elements sorting before it (O(n^2) comparisons), then select by rank."""
         x = self.reshape(1) if self.ndim == 0 else self
         d = _dim("sort", dim, x.ndim)
         values, indices = _first_by_rank(x, d, x.shape[d], descending)
@@ -1324,10 +1326,48 @@ def _first_k_by_selection(x: Tensor, k: int, largest: bool) -> Tensor:
     return picked[0].cat(*picked[1:], dim=-1)
 
 
+def _sort_network_indices(x: Tensor, descending: bool) -> Tensor:
+    """int64 indices [..., n] of x's stable sort along the last axis by a bitonic sorting network: each element's
+    order key and position in one int64 (unique, so the network's lack of stability does not matter), padded to a
+    power of two n2 with the largest int64, then log2(n2) merges of compare-exchange steps, each element against
+    its partner p = i ^ mask (the mirror in its block for a merge's first step, then half the distance each step),
+    keeping the min where i < p. O(n log^2 n) work. Every step is the same kernel (the mask is a 0-d buffer) and
+    is realized at once, so two buffers of the rows live at a time: sort runs its kernels when called."""
+    from unigrad.tensor import Tensor
+
+    key = _order_key(x)
+    if descending:
+        key = ~key  # order-reversing, no overflow; equal keys keep their positions' order
+    *lead, n = x.shape
+    n2 = 1 << (n - 1).bit_length()
+    rows = math.prod(lead)
+    pos = _arange(n2, x.device)
+    both = key.cast(dtypes.int64).reshape(rows, n) * n2 + pos[:n]
+    v = both.pad(((0, 0), (0, n2 - n)), value=dtypes.int64.max).realize()
+    flat_rows = (_arange(rows, x.device) * n2).reshape(rows, 1)
+    for a in range(1, n2.bit_length()):
+        for mask in [(1 << a) - 1, *(1 << b for b in range(a - 2, -1, -1))]:
+            partner = pos ^ Tensor(np.array(mask, dtype=np.int64), device=x.device)
+            other = v.reshape(-1).take_rows((flat_rows + partner).reshape(-1)).reshape(rows, n2)
+            v = (pos < partner).where(v.minimum(other), v.maximum(other)).realize()
+    return (v[:, :n] % n2).reshape(*lead, n)
+
+
 def _first_by_rank(x: Tensor, d: int, k: int, descending: bool) -> tuple[Tensor, Tensor]:
-    """(values, int64 indices) of the first k elements of x's stable sort along dim d: each element's rank, then a
-    one-hot selection of the element of each rank below k (k*n work, beside the rank's n*n)."""
+    """(values, int64 indices) of the first k elements of x's stable sort along dim d: over more than
+    SORT_NETWORK_MIN elements with keys of up to 32 bits, a sorting network's indices (O(n log^2 n)) and the
+    values gathered; else each element's rank, then a one-hot selection of the element of each rank below k (k*n
+    work, beside the rank's n*n)."""
     xm = x.movedim(d, -1)  # [..., n]
+    n = xm.shape[-1]
+    if (
+        isinstance(n, int)
+        and n > SORT_NETWORK_MIN
+        and all(isinstance(s, int) for s in xm.shape)
+        and _order_key(xm).dtype.itemsize <= 4
+    ):
+        indices = _sort_network_indices(xm, descending)[..., :k]
+        return xm.gather(-1, indices).movedim(-1, d), indices.movedim(-1, d)
     rank = _sort_rank(xm, descending)  # [..., n]
     n = xm.shape[-1]
     sel = rank.unsqueeze(-2) == _arange(k, x.device).reshape(k, 1)  # [..., r, i]
