@@ -406,6 +406,27 @@ def test_heuristics_reduce_rows_together(target: Target, lanes: int) -> None:
     assert _upcast_sizes(ast, hand_coded_opts(ast, target)) == {8192: (lanes, R), 8: (rows, U)}
 
 
+def test_heuristics_do_not_tile_a_reduction_without_reuse() -> None:
+    """A row reduction over a 3-D tensor (layernorm's mean, and its variance reading the mean) has two output axes
+    but no load a register tile would reuse: it is reduced along its contiguous rows (split accumulators), not
+    tiled; a matmul over the same axes is tiled. Results equal numpy's."""
+    x, xn = realized(4, 16, 64, device="CPU")
+    mean = x.mean(-1, keepdim=True).realize()  # a buffer: the variance is then one kernel reading it
+    for out, want in (
+        (x.sum(-1), xn.sum(-1)),
+        (((x - mean) ** 2).sum(-1), ((xn - xn.mean(-1, keepdims=True)) ** 2).sum(-1)),
+    ):
+        ast, bufs = kernel_of(out, "CPU")
+        opts = hand_coded_opts(ast, avx512(2))
+        assert R in [o.arg[1] for o in opts] and [o.arg[1] for o in opts].count(U) <= 1, opts
+        np.testing.assert_allclose(run(ast, bufs, tuple(opts), "CPU"), want.reshape(-1), rtol=1e-4, atol=1e-4)
+    (a, an), (b, bn) = realized(4, 16, 64, device="CPU"), realized(4, 64, 32, device="CPU")
+    ast, bufs = kernel_of(a @ b, "CPU")
+    opts = hand_coded_opts(ast, avx512(2))
+    assert [o.arg[1] for o in opts].count(U) == 2
+    np.testing.assert_allclose(run(ast, bufs, tuple(opts), "CPU"), (an @ bn).reshape(-1), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("target,lanes", [(Target(2, 64, 32), 16), (Target(2, 32, 16), 8)], ids=["avx512", "avx2"])
 def test_heuristics_column_reduction_takes_output_lanes(target: Target, lanes: int) -> None:
     """x.sum(0) / x.max(0) of a row-major matrix (the loads contiguous in the output axis, a row apart along the

@@ -5,11 +5,14 @@ In: a kernel SINK from rangeify and the Target (threads, vector width and regist
   - a THREAD axis split off the outermost output loop, one chunk per core, when the kernel is big enough
     to pay for a dispatch (elementwise and matmul results stay bit-identical: each output is computed by
     the same code in one thread);
-  - matmul-like kernels (a reduce under two or more output axes, with a load the tile reuses): register tiling (`_register_tile`): vector
-    lanes on the innermost output and a second axis chosen by load reuse (matmul m x n, convolution co x ow), or,
+  - matmul-like kernels (a reduce under two or more output axes, and a load the tile reuses: `_reuse`): register
+    tiling (`_register_tile`): vector lanes on the innermost output and a second axis chosen by load reuse (matmul
+    m x n, convolution co x ow), or,
     when the innermost output takes no vector (a weight gradient's kernel width), lanes on the reduce axis (split
     accumulators) beside a small output tile; the reduce loop kept whole; a B panel too big for the cache is
     cut into blocks whose loop runs outermost (`_panel_blocks`);
+  - column reductions (x.sum(0): the loads contiguous in the innermost output, not in the reduce axis): vector
+    lanes on that output axis, the reduce loop whole (`_column_lanes`);
   - other reductions: split accumulators (the innermost reduce axis unrolled into independent partial sums;
     fewer when a gated load keeps the kernel scalar and its body is big); a short row reduction (a row max, a
     matrix-vector product) takes a few rows at once, one vector of accumulators each (`_reduce_rows`);
