@@ -707,6 +707,22 @@ def test_nonzero_all_false_and_long():
     check(Tensor(x).nonzero(), torch.from_numpy(x).nonzero())
 
 
+@pytest.mark.parametrize("density", [0.0, 0.03, 0.5, 1.0])
+def test_data_dependent_selections_at_scale(density):
+    """nonzero, masked_select and repeat_interleave over 20k elements (a binary search in a running count: the
+    one-hot selections were O(n * count), minutes at 2048^2) equal torch's, from no True to all True."""
+    rng = np.random.default_rng(int(density * 100))
+    mask = rng.random((100, 200)) < density
+    x = rng.standard_normal((100, 200)).astype(np.float32)
+    check(Tensor(mask).nonzero(), torch.from_numpy(mask).nonzero())
+    check(Tensor(x).masked_select(Tensor(mask)), torch.from_numpy(x).masked_select(torch.from_numpy(mask)))
+    reps = rng.integers(0, 4, 200) * (rng.random(200) < max(density, 0.1))
+    check(
+        Tensor(x).repeat_interleave(Tensor(reps), dim=1),
+        torch.from_numpy(x).repeat_interleave(torch.from_numpy(reps), dim=1),
+    )
+
+
 # ---------------------------------------------------------------- sorting
 
 

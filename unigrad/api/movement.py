@@ -85,22 +85,18 @@ def _check_index_dtype(op: str, idx: Tensor) -> None:
         raise IndexError(f"{op}: tensors used as indices must be long, int, byte or bool tensors, got {idx.dtype}")
 
 
-def _cumsum_last(x: Tensor) -> Tensor:
-    """Inclusive prefix sum along the last axis of a 1-D or 2-D int tensor, in blocks of ~sqrt(n): each
-    element sums its block's prefix (a triangular one-hot sum, O(n*b)) plus the totals of the blocks before it
-    (O((n/b)^2)), so O(n^1.5) work instead of the O(n^2) of one triangle."""
-    n = x.shape[-1]
-    b = max(1, math.isqrt(max(n - 1, 0)) + 1)
-    nb = -(-n // b)
-    lead = x.shape[:-1]
-    blocks = x.pad(((0, 0),) * len(lead) + ((0, nb * b - n),)).reshape(*lead, nb, b)
-    tri_b = _arange(b, x.device).reshape(b, 1) >= _arange(b, x.device).reshape(1, b)  # [i, j]: j <= i
-    within = tri_b.where(blocks.unsqueeze(-2), 0).sum(-1, dtype=x.dtype)  # (..., nb, b)
-    totals = blocks.sum(-1, dtype=x.dtype)  # (..., nb)
-    tri_nb = _arange(nb, x.device).reshape(nb, 1) > _arange(nb, x.device).reshape(1, nb)  # [i, j]: j < i
-    before = tri_nb.where(totals.unsqueeze(-2), 0).sum(-1, dtype=x.dtype)  # (..., nb)
-    out = (within + before.unsqueeze(-1)).reshape(*lead, nb * b)
-    return out.shrink(tuple((0, s) for s in lead) + ((0, n),))
+def _count_at_most(cum: Tensor, targets: Tensor) -> Tensor:
+    """For a 1-D non-decreasing int64 tensor `cum` (n,) and int64 `targets`: how many entries of cum are <= each
+    target (searchsorted, side right), by binary search: log2(n)+1 rounds of an indirect load each, one fused
+    kernel, O(targets * log n)."""
+    n = cum.shape[0]
+    lo = targets * 0
+    hi = lo + n
+    for _ in range(n.bit_length()):
+        mid = (lo + hi) // 2
+        right = (mid < hi) & (cum.take_rows(mid) <= targets)  # mid == hi reads past the end: no step
+        lo, hi = right.where(mid + 1, lo), right.where(hi, mid)
+    return lo
 
 
 def _every(x: Tensor, steps: Sequence[int]) -> Tensor:
@@ -659,8 +655,8 @@ class MovementMixin:
             )
         reps = reps.reshape(-1).cast(dtypes.int64).expand(n)
         total = int(reps.sum().item()) if output_size is None else output_size
-        cum = _cumsum_last(reps)  # (n,) inclusive
-        src = (cum.reshape(1, n) <= _arange(total, x.device).reshape(total, 1)).sum(1)  # (total,) source index
+        cum = reps.cumsum(0)  # (n,) inclusive
+        src = _count_at_most(cum, _arange(total, x.device))  # (total,) source index: the entries ending at or before it
         return x.index_select(d, src)
 
     # ------------------------------------------------------------ windows and rotations
@@ -1079,8 +1075,8 @@ class MovementMixin:
 
     def nonzero(self: Tensor, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
         """int64 coordinates (count, ndim) of the nonzero elements in row-major order. The count is read back
-        first (`.item()`: a sync point); each output row then finds its element by rank (a prefix sum of the
-        mask, O(n^1.5)) and a one-hot selection (O(n * count))."""
+        first (`.item()`: a sync point); each output row then finds its element by a binary search in the running
+        count of the mask (a scan, O(n), then O(count * log n))."""
         flat = self.reshape(-1) != 0 if self.dtype is not dtypes.bool else self.reshape(-1)
         pos = _nonzero_positions(flat)
         coords = []
@@ -1104,13 +1100,7 @@ class MovementMixin:
             raise RuntimeError(f"masked_select: expected a boolean mask, got {mask.dtype}")
         shape = _broadcast_shape("masked_select", self.shape, mask.shape)
         pos = _nonzero_positions(mask.expand(shape).reshape(-1))
-        return self.expand(shape).reshape(-1)._take_flat(pos)
-
-    def _take_flat(self: Tensor, pos: Tensor) -> Tensor:
-        """1-D self at int positions `pos` (1-D): one-hot selection, O(len(pos) * n)."""
-        n = self.shape[0]
-        match = pos.reshape(-1, 1) == _arange(n, self.device).reshape(1, n)
-        return _select_sum(match.where(self.reshape(1, n), _zero(self)), 1)
+        return self.expand(shape).reshape(-1).take_rows(pos)
 
     # ------------------------------------------------------------ sorting
     def sort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = True) -> tuple[Tensor, Tensor]:
@@ -1274,9 +1264,8 @@ def _nonzero_positions(flat: Tensor) -> Tensor:
     count = int(flat.sum().item()) if n else 0
     if count == 0:
         return _arange(0, flat.device)
-    rank = _cumsum_last(flat.cast(dtypes.int64)) - 1  # [p]: how many Trues before p
-    sel = flat.reshape(1, n) & (rank.reshape(1, n) == _arange(count, flat.device).reshape(count, 1))  # [j, p]
-    return sel.where(_arange(n, flat.device).reshape(1, n), 0).sum(1)
+    # the j-th True is where the running count of Trues first exceeds j: the count of prefixes holding <= j
+    return _count_at_most(flat.cast(dtypes.int64).cumsum(0), _arange(count, flat.device))
 
 
 def _order_key(x: Tensor) -> Tensor:
