@@ -3,8 +3,9 @@
 Each case builds the op on realized inputs, realizes it, and is timed against the same op in PyTorch (CPU, eager,
 2 threads) in one process run, taking turns call by call; its first result is checked against PyTorch's. The
 cases are the ones users reach for beside the suite's workloads: movement (transpose, permute, pad), pooling,
-normalization, activations, reductions along either axis, scans, indexing (embedding lookup, gather, topk, sort),
-attention scores, convolutions with few input channels, and matmuls with a transposed operand.
+normalization, activations, reductions along either axis, scans, cat of many pieces, indexing (embedding lookup,
+gather, masked_select, topk, sort), attention scores, convolutions with few input channels, and matmuls with a
+transposed operand.
 
 Output: a table of medians (ms) and unigrad / torch ratios (> 1: unigrad is slower), then one line `JSON: {...}`.
 A ratio over FLAG_RATIO is marked; a result that does not match torch's is marked, and the run raises at the end.
@@ -59,6 +60,7 @@ def cases(q: int) -> list[tuple[str, Callable[[], Tensor], Callable[[], torch.Te
     gidx = rng.integers(0, n, (n, 16))
     ug, tg = Tensor(gidx).realize(), torch.from_numpy(gidx)
     lw, lb = Tensor.ones(768).realize(), Tensor.zeros(768).realize()
+    cat_u, cat_t = zip(*(pair(64 // q, 256) for _ in range(64)))
     q_u, k_u = ux[:, :, :64], ux[:, :, 64:128]
     q_t, k_t = tx[:, :, :64], tx[:, :, 64:128]
     return [
@@ -84,6 +86,8 @@ def cases(q: int) -> list[tuple[str, Callable[[], Tensor], Callable[[], torch.Te
         ("cumsum columns", lambda: ua.cumsum(0), lambda: ta.cumsum(0), 1e-3),
         ("topk 8 of rows", lambda: ua.topk(8, 1)[0], lambda: ta.topk(8, 1).values, 0),
         ("sort rows", lambda: ua.sort(1)[0], lambda: ta.sort(dim=1, stable=True).values, 0),
+        ("cat of 64 pieces", lambda: cat_u[0].cat(*cat_u[1:]), lambda: torch.cat(cat_t), 0),
+        ("masked_select", lambda: ua.masked_select(ua > 0.5), lambda: ta.masked_select(ta > 0.5), 0),
         ("embedding lookup x[idx]", lambda: ue[ui], lambda: te[ti], 0),
         ("gather 16 per row", lambda: ua.gather(1, ug), lambda: ta.gather(1, tg), 0),
         (

@@ -707,6 +707,24 @@ def test_nonzero_all_false_and_long():
     check(Tensor(x).nonzero(), torch.from_numpy(x).nonzero())
 
 
+@pytest.mark.parametrize("dim", [0, 1])
+def test_cat_of_many_big_pieces(dim):
+    """More than CAT_GROUP pieces of 64k elements in all are merged in a tree of cat kernels: values equal torch's
+    (uneven pieces, one empty), and so do the pieces' gradients."""
+    rng = np.random.default_rng(dim)
+    sizes = [int(s) for s in rng.integers(1, 60, 37)] + [0]
+    xs = [rng.standard_normal((s, 80) if dim == 0 else (80, s)).astype(np.float32) for s in sizes]
+    ts = [Tensor(x, requires_grad=True) for x in xs]
+    rs = [torch.from_numpy(x).requires_grad_() for x in xs]
+    out, ref = ts[0].cat(*ts[1:], dim=dim), torch.cat(rs, dim)
+    check(out, ref.detach())
+    w = rng.standard_normal(tuple(ref.shape)).astype(np.float32)
+    (out * Tensor(w)).sum().backward()
+    (ref * torch.from_numpy(w)).sum().backward()
+    for t, r in zip(ts[:-1], rs):  # the empty piece takes no part (its grad stays None; torch's is empty)
+        np.testing.assert_array_equal(t.grad.numpy(), r.grad.numpy())
+
+
 @pytest.mark.parametrize("density", [0.0, 0.03, 0.5, 1.0])
 def test_data_dependent_selections_at_scale(density):
     """nonzero, masked_select and repeat_interleave over 20k elements (a binary search in a running count: the
