@@ -822,7 +822,7 @@ def test_topk_by_selection_matches_a_stable_sort(dtype, largest):
         np.testing.assert_array_equal(t.grad.numpy(), g)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "uint8", "bool"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int32", "int64", "uint8", "bool"])
 @pytest.mark.parametrize("n", [65, 128, 300])
 def test_sort_network_is_a_stable_sort(dtype, n):
     """Rows longer than SORT_NETWORK_MIN are sorted by a bitonic network over (key, position): the same indices and
@@ -852,6 +852,29 @@ def test_sort_network_values_carry_gradients():
     (t.sort(-1)[0] * Tensor(w)).sum().backward()
     (r.sort(-1)[0] * torch.from_numpy(w)).sum().backward()
     np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "int32", "int64", "uint8", "bool"])
+def test_unique_from_a_sort(dtype):
+    """unique over more than SORT_NETWORK_MIN elements comes from a sort: values, inverse and counts equal torch's;
+    each NaN is its own value (torch orders their inverses as its sort happens to; here in index order)."""
+    rng = np.random.default_rng(1)
+    if dtype in ("bool", "uint8"):
+        x = rng.integers(0, 2 if dtype == "bool" else 255, (20, 25)).astype(dtype)
+    else:
+        x = rng.integers(-20, 20, (20, 25)).astype(dtype)
+    if dtype.startswith("float"):
+        x = x / 4
+        x[0, :4] = [np.nan, -0.0, np.nan, 0.0]
+    values, inverse, counts = Tensor(x).unique(return_inverse=True, return_counts=True)
+    rv, ri, rc = torch.from_numpy(x).unique(return_inverse=True, return_counts=True)
+    check(values, rv)
+    check(counts, rc)
+    nan = np.isnan(x.astype(np.float64))
+    assert inverse.shape == x.shape
+    np.testing.assert_array_equal(inverse.numpy()[~nan], ri.numpy()[~nan])
+    assert np.isnan(values.numpy()[inverse.numpy()[nan]]).all() and len(set(inverse.numpy()[nan])) == nan.sum()
+    check(Tensor(x).unique(), rv)
 
 
 @pytest.mark.parametrize("x", [[3, 1, 2, 3, 1, 5], [[2, 2], [0, 2]], [7], [], [1.5, -0.5, 1.5, 0.0]])

@@ -1114,9 +1114,9 @@ class MovementMixin:
     # ------------------------------------------------------------ sorting
     def sort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = True) -> tuple[Tensor, Tensor]:
         """(values, int64 indices), always stable (equal elements keep their order); NaN sorts as the largest
-        value, as torch. Over more than SORT_NETWORK_MIN elements (keys of up to 32 bits) a bitonic sorting
-        network orders (key, position) pairs, O(n log^2 n), its kernels run at the call; shorter (or 64-bit) rows
-        rank each element by the elements sorting before it (O(n^2) comparisons), then select by rank."""
+        value, as torch. Over more than SORT_NETWORK_MIN elements a bitonic sorting network orders (key,
+        position) pairs, O(n log^2 n), its kernels run at the call; shorter rows rank each element by the elements
+        sorting before it (O(n^2) comparisons), then select by rank."""
         x = self.reshape(1) if self.ndim == 0 else self
         d = _dim("sort", dim, x.ndim)
         values, indices = _first_by_rank(x, d, x.shape[d], descending)
@@ -1156,12 +1156,18 @@ class MovementMixin:
         dim: int | None = None,
     ) -> Tensor | tuple[Tensor, ...]:
         """The distinct values of the flattened tensor in ascending order (optionally the index of each input
-        element in them, and their counts). O(n^2) comparisons; the count is read back first (a sync point).
-        NaNs compare unequal to everything, so each NaN is its own value. Only dim=None is supported."""
+        element in them, and their counts); the count is read back first (a sync point). NaNs compare unequal to
+        everything, so each NaN is its own value. Over more than SORT_NETWORK_MIN elements from a sort (O(n log^2
+        n)), else O(n^2) comparisons. Only dim=None is supported."""
         if dim is not None:
             raise NotImplementedError("unique: only dim=None (the flattened tensor) is supported")
         flat = self.reshape(-1)
         n = flat.shape[0]
+        if isinstance(n, int) and n > SORT_NETWORK_MIN:
+            out = _unique_sorted(flat, return_inverse, return_counts)
+            if return_inverse:
+                out[1] = out[1].reshape(self.shape)
+            return out[0] if len(out) == 1 else tuple(out)
         a, b = flat.reshape(n, 1), flat.reshape(1, n)  # a: element i, b: element j
         earlier = _arange(n, self.device).reshape(1, n) < _arange(n, self.device).reshape(n, 1)  # [i, j]: j < i
         first = (a.eq(b) & earlier).sum(1) == 0  # no equal element before i
@@ -1277,6 +1283,30 @@ def _nonzero_positions(flat: Tensor) -> Tensor:
     return _count_at_most(flat.cast(dtypes.int64).cumsum(0), _arange(count, flat.device))
 
 
+def _unique_sorted(flat: Tensor, return_inverse: bool, return_counts: bool) -> list[Tensor]:
+    """unique() of a 1-D tensor from its stable sort: a group starts where a sorted value differs from the one
+    before (NaN differs from everything, so each NaN is a group); the values are the groups' first elements,
+    each element's inverse the count of distinct order keys at or below its own (NaNs: the non-NaN groups, then
+    their order among the NaNs), the counts the gaps between group starts."""
+    n = flat.shape[0]
+    order = _sort_network_indices(flat, descending=False)
+    ordered = flat.take_rows(order)
+    starts_mask = ordered[1:].ne(ordered[:-1]).pad(((1, 0),), value=True)
+    starts = _nonzero_positions(starts_mask)  # reads the distinct count back
+    out = [ordered.take_rows(starts)]
+    if return_inverse:
+        key = _order_key(flat).cast(dtypes.int64)
+        inverse = _count_at_most(key.take_rows(order).take_rows(starts), key) - 1
+        if flat.dtype.is_float:
+            nan = flat.isnan()
+            before = (nan.cast(dtypes.int64).cumsum(0) - 1).realize()  # NaNs before each, in index order
+            inverse = nan.where(_count_at_most(key.take_rows(order).take_rows(starts), key - 1) + before, inverse)
+        out.append(inverse)
+    if return_counts:
+        out.append(starts.pad(((0, 1),), value=n)[1:] - starts)
+    return out
+
+
 def _order_key(x: Tensor) -> Tensor:
     """An int tensor whose order is x's sort order (torch's: NaN above everything, -0.0 equal to 0.0): floats as
     their bits with the negatives' order reversed, ints as they are, bools as int32."""
@@ -1325,12 +1355,13 @@ def _first_k_by_selection(x: Tensor, k: int, largest: bool) -> Tensor:
 
 
 def _sort_network_indices(x: Tensor, descending: bool) -> Tensor:
-    """int64 indices [..., n] of x's stable sort along the last axis by a bitonic sorting network: each element's
-    order key and position in one int64 (unique, so the network's lack of stability does not matter), padded to a
-    power of two n2 with the largest int64, then log2(n2) merges of compare-exchange steps, each element against
-    its partner p = i ^ mask (the mirror in its block for a merge's first step, then half the distance each step),
-    keeping the min where i < p. O(n log^2 n) work. Every step is the same kernel (the mask is a 0-d buffer) and
-    is realized at once, so two buffers of the rows live at a time: sort runs its kernels when called."""
+    """int64 indices [..., n] of x's stable sort along the last axis by a bitonic sorting network over (order key,
+    position) pairs (unique, so the network's lack of stability does not matter), padded to a power of two n2 with
+    the largest key, then log2(n2) merges of compare-exchange steps, each element against its partner p = i ^ mask
+    (the mirror in its block for a merge's first step, then half the distance each step), keeping the pair that
+    sorts first where i < p. O(n log^2 n) work. A key of up to 32 bits and its position share one int64; wider
+    keys are exchanged beside their positions. Every step is the same kernel (the mask is a 0-d buffer) and is
+    realized at once, so two buffers of the rows live at a time: sort runs its kernels when called."""
     from unigrad.tensor import Tensor
 
     key = _order_key(x)
@@ -1340,30 +1371,38 @@ def _sort_network_indices(x: Tensor, descending: bool) -> Tensor:
     n2 = 1 << (n - 1).bit_length()
     rows = math.prod(lead)
     pos = _arange(n2, x.device)
-    both = key.cast(dtypes.int64).reshape(rows, n) * n2 + pos[:n]
-    v = both.pad(((0, 0), (0, n2 - n)), value=dtypes.int64.max).realize()
+    packed = key.dtype.itemsize <= 4
+    if packed:
+        k = (key.cast(dtypes.int64).reshape(rows, n) * n2 + pos[:n]).pad(((0, 0), (0, n2 - n)), value=dtypes.int64.max)
+        p = None
+    else:
+        k = key.reshape(rows, n).pad(((0, 0), (0, n2 - n)), value=key.dtype.max)
+        p = pos.reshape(1, n2).expand(rows, n2).contiguous()
+    Tensor.realize(k, *([] if p is None else [p]))
     flat_rows = (_arange(rows, x.device) * n2).reshape(rows, 1)
     for a in range(1, n2.bit_length()):
         for mask in [(1 << a) - 1, *(1 << b for b in range(a - 2, -1, -1))]:
             partner = pos ^ Tensor(np.array(mask, dtype=np.int64), device=x.device)
-            other = v.reshape(-1).take_rows((flat_rows + partner).reshape(-1)).reshape(rows, n2)
-            v = (pos < partner).where(v.minimum(other), v.maximum(other)).realize()
-    return (v[:, :n] % n2).reshape(*lead, n)
+            at = (flat_rows + partner).reshape(-1)
+            ok = k.reshape(-1).take_rows(at).reshape(rows, n2)
+            if p is None:
+                k = (pos < partner).where(k.minimum(ok), k.maximum(ok)).realize()
+                continue
+            op = p.reshape(-1).take_rows(at).reshape(rows, n2)
+            keep = (pos < partner).eq((k < ok) | (k.eq(ok) & (p < op)))  # i < partner keeps the pair sorting first
+            k, p = keep.where(k, ok), keep.where(p, op)
+            Tensor.realize(k, p)
+    out = k[:, :n] % n2 if p is None else p[:, :n]
+    return out.reshape(*lead, n)
 
 
 def _first_by_rank(x: Tensor, d: int, k: int, descending: bool) -> tuple[Tensor, Tensor]:
     """(values, int64 indices) of the first k elements of x's stable sort along dim d: over more than
-    SORT_NETWORK_MIN elements with keys of up to 32 bits, a sorting network's indices (O(n log^2 n)) and the
-    values gathered; else each element's rank, then a one-hot selection of the element of each rank below k (k*n
-    work, beside the rank's n*n)."""
+    SORT_NETWORK_MIN elements, a sorting network's indices (O(n log^2 n)) and the values gathered; else each
+    element's rank, then a one-hot selection of the element of each rank below k (k*n work, beside the rank's n*n)."""
     xm = x.movedim(d, -1)  # [..., n]
     n = xm.shape[-1]
-    if (
-        isinstance(n, int)
-        and n > SORT_NETWORK_MIN
-        and all(isinstance(s, int) for s in xm.shape)
-        and _order_key(xm).dtype.itemsize <= 4
-    ):
+    if isinstance(n, int) and n > SORT_NETWORK_MIN and all(isinstance(s, int) for s in xm.shape):
         indices = _sort_network_indices(xm, descending)[..., :k]
         return xm.gather(-1, indices).movedim(-1, d), indices.movedim(-1, d)
     rank = _sort_rank(xm, descending)  # [..., n]
