@@ -43,6 +43,21 @@ def median_ms(fns: tuple[Callable[[], Any], Callable[[], Any]], runs: int) -> tu
     return statistics.median(times[0]) * 1e3, statistics.median(times[1]) * 1e3
 
 
+def embedding_grad_u(w: Tensor, idx: Tensor) -> Tensor:
+    """The gradient of an embedding table under a fixed projection of its lookup (a scatter-add of rows)."""
+    leaf = Tensor(w.uop, requires_grad=True)
+    (leaf[idx] * 0.5).sum().backward()
+    assert leaf.grad is not None
+    return leaf.grad
+
+
+def embedding_grad_t(w: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    leaf = w.detach().requires_grad_()
+    (leaf[idx] * 0.5).sum().backward()
+    assert leaf.grad is not None
+    return leaf.grad
+
+
 def cases(q: int) -> list[tuple[str, Callable[[], Tensor], Callable[[], torch.Tensor], float]]:
     """(name, unigrad op, torch op, tolerance) at sizes divided by q (1: full, 4: quick)."""
     rng = np.random.default_rng(0)
@@ -89,6 +104,7 @@ def cases(q: int) -> list[tuple[str, Callable[[], Tensor], Callable[[], torch.Te
         ("cat of 64 pieces", lambda: cat_u[0].cat(*cat_u[1:]), lambda: torch.cat(cat_t), 0),
         ("masked_select", lambda: ua.masked_select(ua > 0.5), lambda: ta.masked_select(ta > 0.5), 0),
         ("embedding lookup x[idx]", lambda: ue[ui], lambda: te[ti], 0),
+        ("embedding gradient", lambda: embedding_grad_u(ue, ui), lambda: embedding_grad_t(te, ti), 1e-4),
         ("gather 16 per row", lambda: ua.gather(1, ug), lambda: ta.gather(1, tg), 0),
         (
             "q @ k^T, softmax",

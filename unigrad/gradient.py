@@ -21,7 +21,7 @@ import math
 import weakref
 from collections.abc import Callable
 
-from unigrad.dtype import ConstType
+from unigrad.dtype import ConstType, dtypes
 from unigrad.ir.args import LoadArg, ReduceArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
@@ -189,9 +189,14 @@ REDUCE_RULES: dict[Ops, Callable[[UOp, UOp, UOp, tuple[int, ...]], UOp]] = {
 }
 
 
+SCATTER_MIN_WORK = 1 << 26  # a gather's gradient as a one-hot product of this many multiply-adds or more: sort-based
+
+
 def gather_grad(g: UOp, y: UOp) -> Grads:
     """y = INDEX(src, t), rows of src picked by the int tensor t: d src[j] = sum of g[p] over the positions p
-    with t[p] == j, a scatter-add built as a one-hot (n, P) @ (P, rest) product; the index gets none."""
+    with t[p] == j, a scatter-add: a one-hot (n, P) @ (P, rest) product, or, from SCATTER_MIN_WORK of that
+    product's multiply-adds on (an embedding's gradient), the rows summed in index order after a sort of the
+    index; the index gets none."""
     from unigrad.tensor import Tensor  # the Tensor API composes the one-hot product (imported when first used)
 
     src, t = y.src
@@ -199,6 +204,13 @@ def gather_grad(g: UOp, y: UOp) -> Grads:
     rest = tuple(src.shape[1:])
     idx = Tensor(t, device=src.device or t.device)
     idx = (idx < 0).where(idx + n, idx)
+    sizes = (n, *t.shape, *rest)
+    if all(isinstance(s, int) for s in sizes) and math.prod(sizes) >= SCATTER_MIN_WORK:
+        from unigrad.api.movement import _scatter_add_rows
+
+        p, r = math.prod(t.shape), math.prod(rest)
+        rows = Tensor(g, device=idx.device).reshape(p, r)
+        return _scatter_add_rows(n, idx.reshape(p).cast(dtypes.int64), rows).reshape(n, *rest).uop, None
     rows = Tensor.arange(n, device=idx.device).reshape(n, *([1] * k))
     onehot = (idx.unsqueeze(0) == rows).cast(g.dtype).reshape(n, -1)  # (n, P)
     grad = onehot.dot(Tensor(g, device=idx.device).reshape(onehot.shape[1], math.prod(rest)))  # (n, prod(rest))

@@ -260,6 +260,19 @@ def test_embedding_matches_torch():
     check_against_torch(nn.Embedding(7, 4), torch.nn.Embedding(7, 4), idx)
 
 
+@pytest.mark.parametrize("padding_idx", [None, 3])
+def test_embedding_gradient_at_scale_matches_torch(padding_idx):
+    """A big embedding's gradient (rows x tokens x dim past SCATTER_MIN_WORK) sums each row's tokens after a sort of
+    the index instead of a one-hot product: equal to torch's, with rows picked many times, never, and a padding row."""
+    from unigrad.gradient import SCATTER_MIN_WORK
+
+    rows, dim = 3000, 96
+    idx = np.random.default_rng(4).integers(0, rows // 10, (8, 40))  # rows 0..299 picked ~1 time each, the rest never
+    idx[0, :10] = 7  # one row picked many times
+    assert rows * idx.size * dim >= SCATTER_MIN_WORK
+    check_against_torch(nn.Embedding(rows, dim, padding_idx), torch.nn.Embedding(rows, dim, padding_idx), idx)
+
+
 def test_embedding_padding_idx_has_zero_row_and_no_gradient():
     layer = nn.Embedding(6, 3, padding_idx=2)
     assert np.all(layer.weight.numpy()[2] == 0) and np.any(layer.weight.numpy()[1] != 0)

@@ -1307,6 +1307,46 @@ def _unique_sorted(flat: Tensor, return_inverse: bool, return_counts: bool) -> l
     return out
 
 
+def _segmented_scan(x: Tensor, seg: Tensor) -> Tensor:
+    """Inclusive running sums of the rows of x (P, R) within runs of equal `seg` (P,) int64, non-decreasing: row i
+    sums the rows j <= i with seg[j] == seg[i]. Blocks of SCAN_BLOCK rows are scanned by a masked window; each
+    block's tail sum (the rows of its last run) is scanned the same way across blocks (a run that reaches a block's
+    start covers the blocks before it back to where it began), and carried into the next block's first run."""
+    from unigrad.api.reduce import SCAN_BLOCK
+
+    n = x.shape[0]
+    b = min(n, SCAN_BLOCK)
+    nb = -(-n // b)
+    xb = x.pad(((0, nb * b - n), (0, 0))).reshape(nb, b, x.shape[1])  # padded rows are zeros: they add nothing
+    sb = seg.pad(((0, nb * b - n),), value=dtypes.int64.max).reshape(nb, b)
+    i = _arange(b, x.device)
+    same = (i.reshape(b, 1) >= i.reshape(1, b)) & sb.unsqueeze(2).eq(sb.unsqueeze(1))  # [block, i, j]
+    inner = same.unsqueeze(3).where(xb.unsqueeze(1), 0).sum(2)  # (nb, b, R)
+    if nb == 1:
+        return inner.reshape(b, x.shape[1])[:n]
+    last = sb[:, b - 1]  # each block's last run
+    tails = _segmented_scan(inner[:, b - 1], last)  # (nb, R): the last run's sum up to each block's end
+    carry_seg = last.pad(((1, 0),), value=dtypes.int64.min)[:nb]  # the previous block's last run
+    carry = tails.pad(((1, 0), (0, 0)))[:nb]
+    out = inner + sb.eq(carry_seg.unsqueeze(1)).unsqueeze(2).where(carry.unsqueeze(1), 0)
+    return out.reshape(nb * b, x.shape[1])[:n]
+
+
+def _scatter_add_rows(n: int, index: Tensor, rows: Tensor) -> Tensor:
+    """(n, R): row j the sum of the rows (P, R) whose index (P,) int64 is j, in index order (an index outside
+    [0, n) adds nothing). From a sort of the index: the rows in index order, their running sums within each index
+    value, and each j's sum read at its last row (a binary search): O(P log^2 P + P R + n (log P + R)), where a
+    one-hot matrix product is O(n P R)."""
+    inside = (index >= 0) & (index < n)
+    key = inside.where(index, n)  # outside: after every row's index
+    order = _sort_network_indices(key, descending=False)
+    keys = key.take_rows(order)
+    sums = _segmented_scan(rows.take_rows(order), keys)
+    j = _arange(n, index.device)
+    end, start = _count_at_most(keys, j), _count_at_most(keys, j - 1)
+    return (end > start).unsqueeze(1).where(sums.take_rows(end - 1), 0)
+
+
 def _order_key(x: Tensor) -> Tensor:
     """An int tensor whose order is x's sort order (torch's: NaN above everything, -0.0 equal to 0.0): floats as
     their bits with the negatives' order reversed, ints as they are, bools as int32."""
