@@ -707,6 +707,25 @@ def test_nonzero_all_false_and_long():
     check(Tensor(x).nonzero(), torch.from_numpy(x).nonzero())
 
 
+@pytest.mark.parametrize("n,rows", [(1, 1), (16, 3), (17, 5), (300, 40), (5000, 70)])
+def test_scatter_add_rows_equals_a_loop(n, rows):
+    """_scatter_add_rows (a sort of the index, running sums within each index value: blocks of 16, their tails
+    carried, recursively) sums each target row's source rows as a plain loop does; indices out of range add
+    nothing."""
+    from unigrad.api.movement import _scatter_add_rows
+
+    rng = np.random.default_rng(n)
+    idx = rng.integers(-2, rows + 2, n)
+    idx[: n // 3] = rows // 2  # one long run across many blocks
+    src = rng.standard_normal((n, 3)).astype(np.float32)
+    want = np.zeros((rows, 3))
+    for i, r in zip(idx, src):
+        if 0 <= i < rows:
+            want[i] += r
+    got = _scatter_add_rows(rows, Tensor(idx), Tensor(src)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("dim", [0, 1])
 def test_cat_of_many_big_pieces(dim):
     """More than CAT_GROUP pieces of 64k elements in all are merged in a tree of cat kernels: values equal torch's
