@@ -7,6 +7,7 @@ import ctypes
 import threading
 
 import numpy as np
+import torch
 import pytest
 
 from unigrad import Context, Tensor
@@ -404,6 +405,19 @@ def test_heuristics_reduce_rows_together(target: Target, lanes: int) -> None:
         assert _upcast_sizes(ast, hand_coded_opts(ast, target)) == {8192: (32, R)}
     ast, _ = kernel_of(y.max(1), "CPU")  # a max is exact in any order: rows at any length
     assert _upcast_sizes(ast, hand_coded_opts(ast, target)) == {8192: (lanes, R), 8: (rows, U)}
+
+
+@pytest.mark.parametrize("shape,kernel", [((8, 3, 20, 20), (16, 3, 5, 5)), ((8, 4, 12, 12), (16, 4, 3, 3))])
+def test_heuristics_scalar_tile_when_rows_take_no_whole_vector(shape, kernel) -> None:
+    """A convolution whose output rows take no whole vector (16- and 10-wide rows on AVX-512) and whose reduce
+    axes take no lanes either is tiled over its output channels (8, sharing each input load) and its batch (4,
+    sharing each weight load), not left untiled or given partial vectors; results equal torch's."""
+    (x, xn), (w, wn) = realized(*shape, device="CPU"), realized(*kernel, device="CPU")
+    ast, bufs = kernel_of(x.conv2d(w), "CPU")
+    opts = hand_coded_opts(ast, avx512(2))
+    assert _upcast_sizes(ast, opts) == {kernel[0]: (8, U), shape[0]: (4, U)}, opts
+    want = torch.nn.functional.conv2d(torch.from_numpy(xn), torch.from_numpy(wn)).numpy()
+    np.testing.assert_allclose(run(ast, bufs, tuple(opts), "CPU"), want.reshape(-1), rtol=1e-4, atol=1e-4)
 
 
 def test_heuristics_do_not_tile_a_reduction_without_reuse() -> None:
