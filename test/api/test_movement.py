@@ -726,6 +726,52 @@ def test_scatter_add_rows_equals_a_loop(n, rows):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("shape,dim,n_index", [((5, 3), 0, 7), ((4, 6), 1, 9), ((2, 3, 4), -1, 1), ((6,), 0, 0)])
+def test_index_add_matches_torch(shape, dim, n_index):
+    """index_add (repeated indices add up, alpha scales) equals torch's, values and both gradients; an index out of
+    range raises as torch does."""
+    rng = np.random.default_rng(n_index)
+    x = rng.standard_normal(shape).astype(np.float32)
+    src_shape = tuple(n_index if i == dim % len(shape) else s for i, s in enumerate(shape))
+    src = rng.standard_normal(src_shape).astype(np.float32)
+    idx = rng.integers(0, shape[dim], n_index)
+    t, ts = Tensor(x, requires_grad=True), Tensor(src, requires_grad=True)
+    r, rs = torch.from_numpy(x).requires_grad_(), torch.from_numpy(src).requires_grad_()
+    out, ref = t.index_add(dim, Tensor(idx), ts, alpha=2.0), r.index_add(dim, torch.from_numpy(idx), rs, alpha=2.0)
+    assert out.shape == tuple(ref.shape)
+    np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-6, atol=1e-6)  # sums in another order
+    w = rng.standard_normal(shape).astype(np.float32)
+    (out * Tensor(w)).sum().backward()
+    (ref * torch.from_numpy(w)).sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy(), rtol=1e-5, atol=1e-5)
+    if n_index:  # an empty source takes no part (its grad stays None; torch's is empty)
+        np.testing.assert_allclose(ts.grad.numpy(), rs.grad.numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        Tensor(x).index_add(
+            dim,
+            Tensor([shape[dim]]),
+            Tensor(src).shrink(tuple((0, 1) if i == dim % len(shape) else None for i in range(len(shape))))
+            if n_index
+            else Tensor(np.zeros(tuple(1 if i == dim % len(shape) else s for i, s in enumerate(shape)), np.float32)),
+        )
+
+
+@pytest.mark.parametrize("minlength", [0, 12])
+def test_bincount_matches_torch(minlength):
+    rng = np.random.default_rng(minlength)
+    x = rng.integers(0, 9, 200)
+    w = rng.standard_normal(200).astype(np.float32)
+    check(Tensor(x).bincount(minlength=minlength), torch.from_numpy(x).bincount(minlength=minlength))
+    got, want = Tensor(x).bincount(Tensor(w), minlength), torch.from_numpy(x).bincount(torch.from_numpy(w), minlength)
+    assert got.dtype.name == "float32"
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    assert Tensor(x).bincount(Tensor(x)).dtype.name == "float64"
+    check(Tensor(np.zeros(0, np.int64)).bincount(), torch.from_numpy(np.zeros(0, np.int64)).bincount())
+    for bad in (Tensor([-1, 2]), Tensor([[1, 2]]), Tensor([1.0])):
+        with pytest.raises(RuntimeError, match="non-negative integral"):
+            bad.bincount()
+
+
 @pytest.mark.parametrize("dim", [0, 1])
 def test_cat_of_many_big_pieces(dim):
     """More than CAT_GROUP pieces of 64k elements in all are merged in a tree of cat kernels: values equal torch's

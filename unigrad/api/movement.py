@@ -949,6 +949,50 @@ class MovementMixin:
         _check_index_range("index_select", index, self.shape[d])
         return self.movedim(d, 0).take_rows(index.reshape(-1)).movedim(0, d)  # an indirect load: O(output)
 
+    def index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha: ConstType = 1) -> Tensor:
+        """self with alpha * source[i] added at position index[i] along dim (torch.Tensor.index_add): a repeated
+        index adds every slice sent to it. A scatter-add from a sort of the index (O(P log^2 P + P * slice)); the
+        index is checked in range first (read back: a sync point), as torch raises."""
+        d = _dim("index_add", dim, max(self.ndim, 1))
+        if index.ndim > 1 or not index.dtype.is_int:
+            raise IndexError(f"index_add: index must be a 1-D int tensor, got {index.shape} {index.dtype}")
+        x, src = (self.reshape(1), source.reshape(-1)) if self.ndim == 0 else (self, source)
+        want = x.shape[:d] + (index.numel(),) + x.shape[d + 1 :]
+        if src.shape != want:
+            raise RuntimeError(f"index_add: source of shape {source.shape} does not fit: expected {want}")
+        if src.dtype != x.dtype:
+            raise RuntimeError(f"index_add: self ({x.dtype}) and source ({src.dtype}) must have the same dtype")
+        n = x.shape[d]
+        if index.numel() and not (0 <= int(index.min().item()) and int(index.max().item()) < n):
+            raise RuntimeError(f"index_add: an index is out of bounds for dimension {d} with size {n}")
+        idx = index.reshape(-1).cast(dtypes.int64)
+        rows = src.movedim(d, 0).reshape(index.numel(), -1) if src.numel() else src.movedim(d, 0).reshape(0, 1)
+        rest = x.movedim(d, 0).shape[1:]
+        added = _scatter_add_rows(n, idx, rows * alpha if alpha != 1 else rows).reshape(n, *rest)
+        return (x.movedim(d, 0) + added).movedim(0, d).reshape(self.shape)
+
+    def bincount(self: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
+        """Counts of each value of a 1-D tensor of non-negative ints (torch.bincount): length max + 1 (read back:
+        a sync point) or minlength; with weights, their sums (float weights keep their dtype, int ones give
+        float64, as torch). A scatter-add from a sort of the values."""
+        from unigrad.tensor import Tensor
+
+        if self.ndim != 1 or not self.dtype.is_int or self.dtype is dtypes.bool:
+            raise RuntimeError(
+                f"bincount only supports 1-d non-negative integral inputs, got {self.shape} {self.dtype}"
+            )
+        if weights is not None and weights.shape != self.shape:
+            raise RuntimeError(f"bincount: weights of shape {weights.shape} must match the input's {self.shape}")
+        dt = dtypes.int64 if weights is None else weights.dtype if weights.dtype.is_float else dtypes.float64
+        if self.numel() == 0:
+            return Tensor.zeros(minlength, dtype=dt, device=self.device)
+        lo, hi = int(self.min().item()), int(self.max().item())
+        if lo < 0:
+            raise RuntimeError(f"bincount only supports 1-d non-negative integral inputs, got a value {lo}")
+        rows = Tensor.ones(self.shape, dtype=dt, device=self.device) if weights is None else weights.cast(dt)
+        n = max(hi + 1, minlength)
+        return _scatter_add_rows(n, self.cast(dtypes.int64), rows.reshape(-1, 1)).reshape(n)
+
     # ------------------------------------------------------------ gather / scatter
     def gather(self: Tensor, dim: int, index: Tensor) -> Tensor:
         """out[..i..] = self[..index[..i..]..] along dim (torch.gather): the spec's gather composition, a
@@ -1337,6 +1381,10 @@ def _scatter_add_rows(n: int, index: Tensor, rows: Tensor) -> Tensor:
     [0, n) adds nothing). From a sort of the index: the rows in index order, their running sums within each index
     value, and each j's sum read at its last row (a binary search): O(P log^2 P + P R + n (log P + R)), where a
     one-hot matrix product is O(n P R)."""
+    from unigrad.tensor import Tensor
+
+    if index.shape[0] == 0:  # no rows: nothing added
+        return Tensor.zeros(n, rows.shape[1], dtype=rows.dtype, device=rows.device)
     inside = (index >= 0) & (index < n)
     key = inside.where(index, n)  # outside: after every row's index
     order = _sort_network_indices(key, descending=False)
