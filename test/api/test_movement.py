@@ -726,7 +726,9 @@ def test_scatter_add_rows_equals_a_loop(n, rows):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("shape,dim,n_index", [((5, 3), 0, 7), ((4, 6), 1, 9), ((2, 3, 4), -1, 1), ((6,), 0, 0)])
+@pytest.mark.parametrize(
+    "shape,dim,n_index", [((5, 3), 0, 7), ((4, 6), 1, 9), ((2, 3, 4), -1, 1), ((6,), 0, 0), ((4, 3), 0, 0)]
+)
 def test_index_add_matches_torch(shape, dim, n_index):
     """index_add (repeated indices add up, alpha scales) equals torch's, values and both gradients; an index out of
     range raises as torch does."""

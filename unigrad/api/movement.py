@@ -963,10 +963,12 @@ class MovementMixin:
         if src.dtype != x.dtype:
             raise RuntimeError(f"index_add: self ({x.dtype}) and source ({src.dtype}) must have the same dtype")
         n = x.shape[d]
-        if index.numel() and not (0 <= int(index.min().item()) and int(index.max().item()) < n):
+        if index.numel() == 0:
+            return self.contiguous()  # nothing added: a copy, as torch returns
+        if not (0 <= int(index.min().item()) and int(index.max().item()) < n):
             raise RuntimeError(f"index_add: an index is out of bounds for dimension {d} with size {n}")
         idx = index.reshape(-1).cast(dtypes.int64)
-        rows = src.movedim(d, 0).reshape(index.numel(), -1) if src.numel() else src.movedim(d, 0).reshape(0, 1)
+        rows = src.movedim(d, 0).reshape(index.numel(), -1)
         rest = x.movedim(d, 0).shape[1:]
         added = _scatter_add_rows(n, idx, rows * alpha if alpha != 1 else rows).reshape(n, *rest)
         return (x.movedim(d, 0) + added).movedim(0, d).reshape(self.shape)
