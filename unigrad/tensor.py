@@ -1157,7 +1157,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             )
         dt = promote_types(x.dtype, y.dtype)
         y = y._packed_for_matmul(x)
-        x = x._rows_for_matmul(y)
+        x = x._rows_for_matmul()
         out = (x.unsqueeze(-1).cast(dt) * y.unsqueeze(-3).cast(dt)).sum(-2, dtype=dt)
         if self.ndim == 1:
             out = out.squeeze(-2)
@@ -1167,7 +1167,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
 
     matmul = dot
 
-    def _rows_for_matmul(self, y: Tensor) -> Tensor:
+    def _rows_for_matmul(self) -> Tensor:
         """A of a big A @ B, copied row-major when it is a transposed view of a buffer (a.T @ b, a.mT @ b): the
         matmul kernel walks A along K, which in the view steps a whole row of the buffer at a time, one cache line
         per element and, at a power-of-two row length, every line in the same few cache sets (a.T @ a at 2048:
@@ -1175,12 +1175,9 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         u = self.uop
         if u.op is not Ops.PERMUTE or u.arg[-1] == self.ndim - 1 or not _is_buffer_view(u.src[0]):
             return self
-        if not all(isinstance(d, int) for d in (*self.shape, *y.shape)) or self.ndim < 2:
+        if not all(isinstance(d, int) for d in self.shape) or self.shape[-2] < PACK_MIN_ROWS:
             return self
-        m, k = self.shape[-2:]
-        if m < PACK_MIN_ROWS or math.prod(self.shape) * self.dtype.itemsize < PACK_MIN_BYTES:
-            return self
-        return self.contiguous()
+        return self.contiguous() if math.prod(self.shape) * self.dtype.itemsize >= PACK_MIN_BYTES else self
 
     def _packed_for_matmul(self, x: Tensor) -> Tensor:
         """B of a big x @ B (K, N) (or a batch of them), the same values read through a packed copy: panels of

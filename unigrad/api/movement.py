@@ -1181,9 +1181,10 @@ class MovementMixin:
         TOPK_SELECT elements are picked one at a time (O(n*k)); more come from every element's rank (O(n^2))."""
         x = self.reshape(1) if self.ndim == 0 else self
         d = _dim("topk", dim, x.ndim)
-        if not 0 <= k <= x.shape[d]:
-            raise RuntimeError(f"topk: selected index k={k} out of range for dim {d} of size {x.shape[d]}")
-        if 0 < k <= TOPK_SELECT and 8 * k < x.shape[d]:  # k rounds of (max, first index of it): O(n*k)
+        n = x.shape[d]
+        if not 0 <= k <= n:
+            raise RuntimeError(f"topk: selected index k={k} out of range for dim {d} of size {n}")
+        if 0 < k <= TOPK_SELECT and isinstance(n, int) and 8 * k < n:  # k rounds of (max, first index): O(n*k)
             xm = x.movedim(d, -1)
             indices = _first_k_by_selection(xm, k, largest)
             values = xm.gather(-1, indices).movedim(-1, d)
@@ -1342,11 +1343,12 @@ def _unique_sorted(flat: Tensor, return_inverse: bool, return_counts: bool) -> l
     out = [ordered.take_rows(starts)]
     if return_inverse:
         key = _order_key(flat).cast(dtypes.int64)
-        inverse = _count_at_most(key.take_rows(order).take_rows(starts), key) - 1
+        distinct = key.take_rows(order).take_rows(starts)  # the groups' keys, ascending (NaNs' all alike, last)
+        inverse = _count_at_most(distinct, key) - 1
         if flat.dtype.is_float:
             nan = flat.isnan()
             before = (nan.cast(dtypes.int64).cumsum(0) - 1).realize()  # NaNs before each, in index order
-            inverse = nan.where(_count_at_most(key.take_rows(order).take_rows(starts), key - 1) + before, inverse)
+            inverse = nan.where(_count_at_most(distinct, key - 1) + before, inverse)
         out.append(inverse)
     if return_counts:
         out.append(starts.pad(((0, 1),), value=n)[1:] - starts)
@@ -1416,9 +1418,7 @@ def _first_k_by_selection(x: Tensor, k: int, largest: bool) -> Tensor:
     `largest`): k rounds, each the element after the previous round's in that order (the greatest order key below
     it, the first index among equals). Each round is one reduce kernel over x (two for 64-bit keys), no mask of
     the elements taken is kept: O(n*k) work."""
-    key = _order_key(x)
-    if not largest:
-        key = ~key  # order-reversing, no overflow
+    key = _order_key(x) if largest else ~_order_key(x)  # ~: order-reversing, no overflow
     n = x.shape[-1]
     pos = _arange(n, x.device)
     picked: list[Tensor] = []
@@ -1454,9 +1454,7 @@ def _sort_network_indices(x: Tensor, descending: bool) -> Tensor:
     realized at once, so two buffers of the rows live at a time: sort runs its kernels when called."""
     from unigrad.tensor import Tensor
 
-    key = _order_key(x)
-    if descending:
-        key = ~key  # order-reversing, no overflow; equal keys keep their positions' order
+    key = ~_order_key(x) if descending else _order_key(x)  # ~: order-reversing; equal keys keep position order
     *lead, n = x.shape
     n2 = 1 << (n - 1).bit_length()
     rows = math.prod(lead)
@@ -1492,11 +1490,10 @@ def _first_by_rank(x: Tensor, d: int, k: int, descending: bool) -> tuple[Tensor,
     element's rank, then a one-hot selection of the element of each rank below k (k*n work, beside the rank's n*n)."""
     xm = x.movedim(d, -1)  # [..., n]
     n = xm.shape[-1]
-    if isinstance(n, int) and n > SORT_NETWORK_MIN and all(isinstance(s, int) for s in xm.shape):
+    if all(isinstance(s, int) for s in xm.shape) and n > SORT_NETWORK_MIN:
         indices = _sort_network_indices(xm, descending)[..., :k]
         return xm.gather(-1, indices).movedim(-1, d), indices.movedim(-1, d)
     rank = _sort_rank(xm, descending)  # [..., n]
-    n = xm.shape[-1]
     sel = rank.unsqueeze(-2) == _arange(k, x.device).reshape(k, 1)  # [..., r, i]
     values = _select_sum(sel.where(xm.unsqueeze(-2), _zero(xm)), -1).movedim(-1, d)
     indices = _select_sum(sel.where(_arange(n, x.device), 0), -1).movedim(-1, d)

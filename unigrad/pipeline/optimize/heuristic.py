@@ -5,9 +5,10 @@ In: a kernel SINK from rangeify and the Target (threads, vector width and regist
   - a THREAD axis split off the outermost output loop, one chunk per core, when the kernel is big enough
     to pay for a dispatch (elementwise and matmul results stay bit-identical: each output is computed by
     the same code in one thread);
-  - matmul-like kernels (a reduce under two or more output axes, and a load the tile reuses: `_reuse`): register
-    tiling (`_register_tile`): vector lanes on the innermost output and a second axis chosen by load reuse (matmul
-    m x n, convolution co x ow), or,
+  - matmul-like kernels (a reduce under two or more output axes, and a load the tile reuses: `_tile_reuses`):
+    register tiling (`_register_tile`): vector lanes on the innermost output and a second axis chosen by load reuse
+    (matmul m x n, convolution co x ow); when the innermost output takes no whole vector, a scalar tile of two outer
+    output axes with complementary reuse (convolution co x batch), or,
     when the innermost output takes no vector (a weight gradient's kernel width), lanes on the reduce axis (split
     accumulators) beside a small output tile; the reduce loop kept whole; a B panel too big for the cache is
     cut into blocks whose loop runs outermost (`_panel_blocks`);
@@ -181,7 +182,7 @@ def _register_tile(
     return with_inner_lanes(inner_lanes) if inner_lanes is not None else []
 
 
-def _reuse(sink: UOp, outputs: list[UOp], reduce: UOp) -> bool:
+def _tile_reuses(sink: UOp, outputs: list[UOp], reduce: UOp) -> bool:
     """Some load that varies along the reduce axis does not depend on some output axis (matmul: A[m, k] is the same
     for every n), so a register tile over the outputs loads it once for several of them. Without that (a row mean
     of a (16, 512, 768) tensor: every element read once) the kernel is a plain reduction: a tile would only turn
@@ -297,7 +298,7 @@ def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
         sizes[i] //= amount
         whole.append(sizes[i] == 1)  # a part of size 1 is no axis: later axis indices shift
 
-    matmul_like = bool(reduces) and len(outputs) >= 2 and _reuse(sink, outputs, reduces[-1])
+    matmul_like = bool(reduces) and len(outputs) >= 2 and _tile_reuses(sink, outputs, reduces[-1])
     if matmul_like:  # register tiles pay at any size (threads do not)
         tile = _register_tile(sink, outputs, reduces[-1], lambda r: sizes[rs.index(r)], target)
         for r, amount, kind in tile:
