@@ -334,18 +334,73 @@ def graph_rewrite(root: UOp, pm: PatternMatcher, ctx: Any = None, bottom_up: boo
         return _rewrite_top_down(root, pm, ctx)
 
 
+def _rewrite_bottom_up(root: UOp, pm: PatternMatcher, ctx: Any) -> UOp:
+    """Rewrite by recursion (one Python frame per node: the fast path); a graph too deep for the recursion
+    limit is finished by the iterative walk, which keeps every result the recursion completed."""
+    done: dict[UOp, UOp] = {}
+    depth: dict[UOp, int] = {}  # how many rewrites led to a node: a rule that never settles is caught
+    cache = pm.cache if ctx is None else None
+    try:
+        out = _rewrite_recursive(root, pm, ctx, done, depth, cache)
+    except RecursionError:
+        out = _rewrite_iterative(root, pm, ctx, done, depth, cache)
+    if cache is not None:
+        if len(cache) > CACHE_LIMIT:  # a bounded memo: strong references, dropped wholesale when it grows
+            cache.clear()
+        cache.update(done)
+    return out
+
+
+def _rewrite_recursive(
+    root: UOp, pm: PatternMatcher, ctx: Any, done: dict[UOp, UOp], depth: dict[UOp, int], cache: dict | None
+) -> UOp:
+    """Sources first, then the node's rules; a replacement is rewritten in turn. `done` only ever holds finished
+    results, so an interrupted walk (RecursionError) can be resumed from it."""
+    done_get, cache_get = done.get, (cache.get if cache is not None else {}.get)
+    rules_get, no_rules = pm.fns.get, _no_rules
+
+    def rw(u: UOp) -> UOp:
+        r = done_get(u)
+        if r is not None:
+            return r
+        if (r := cache_get(u)) is not None:
+            done[u] = r
+            return r
+        src = u.src
+        nu = u
+        if src:
+            new_src = tuple(map(rw, src))
+            if new_src != src:
+                nu = UOp(u.op, new_src, u.arg, u.tag)
+                if (r := done_get(nu)) is not None:
+                    done[u] = r
+                    return r
+        r = rules_get(nu.op, no_rules)(nu, ctx)
+        if r is None:
+            done[u] = nu
+            if nu is not u:
+                done[nu] = nu
+            return nu
+        n = depth[r] = depth.get(u, 0) + 1
+        if n > MAX_REWRITES_PER_NODE:
+            raise RewriteLoopError(f"{pm.name}: rules keep rewriting {nu.op} (last result {r.op}); a rule loops")
+        r = done[u] = rw(r)
+        return r
+
+    return rw(root)
+
+
 _REBUILD, _LINK = object(), object()  # stack markers: "rebuild the node below me", "link node to its rewrite"
 
 
-def _rewrite_bottom_up(root: UOp, pm: PatternMatcher, ctx: Any) -> UOp:
-    """The stack holds UOps to visit, and markers followed by their operands: _REBUILD over u (its sources
-    are done: rebuild it and try the rules), _LINK over (u, r) (u's result is r's result). No tuples are
-    allocated per node."""
-    done: dict[UOp, UOp] = {}
-    depth: dict[UOp, int] = {}  # how many rewrites led to a node: a rule that never settles is caught
+def _rewrite_iterative(
+    root: UOp, pm: PatternMatcher, ctx: Any, done: dict[UOp, UOp], depth: dict[UOp, int], cache: dict | None
+) -> UOp:
+    """The same rewrite without recursion. The stack holds UOps to visit, and markers followed by their operands:
+    _REBUILD over u (its sources are done: rebuild it and try the rules), _LINK over (u, r) (u's result is r's
+    result). No tuples are allocated per node."""
     stack: list[Any] = [root]
     push, pop = stack.append, stack.pop
-    cache = pm.cache if ctx is None else None
     cache_get = cache.get if cache is not None else {}.get
     rules_get, no_rules, getitem = pm.fns.get, _no_rules, done.__getitem__
     rebuild, link = _REBUILD, _LINK
@@ -389,10 +444,6 @@ def _rewrite_bottom_up(root: UOp, pm: PatternMatcher, ctx: Any) -> UOp:
             for s in reversed(u.src):
                 if s not in done:
                     push(s)
-    if cache is not None:
-        if len(cache) > CACHE_LIMIT:  # a bounded memo: strong references, dropped wholesale when it grows
-            cache.clear()
-        cache.update(done)
     return done[root]
 
 

@@ -195,7 +195,9 @@ def sum_fits(like: UOp, terms: list[tuple[UOp, int]], const: int) -> bool:
         return True
     lo = hi = const
     for t, k in terms:
-        lo, hi = lo + min(k * t.vmin, k * t.vmax), hi + max(k * t.vmin, k * t.vmax)
+        tlo, thi = t.min_max
+        a, b = k * tlo, k * thi
+        lo, hi = (lo + a, hi + b) if a <= b else (lo + b, hi + a)
     return like.dtype.min <= lo and hi <= like.dtype.max
 
 
@@ -219,8 +221,9 @@ def fold_divmod(u: UOp) -> UOp | None:
             moved = True
         if r:
             g = math.gcd(g, r)
-            lo += r * t.vmin
-            hi += r * t.vmax
+            tlo, thi = t.min_max
+            lo += r * tlo
+            hi += r * thi
             if r > kmax:
                 kmax = r
     if lo // d != hi // d and g == 1 and not moved and (u.op is Ops.IDIV or r_const == const):
@@ -262,8 +265,9 @@ def fold_divmod_small_rest(u: UOp, x: UOp, terms: list[tuple[UOp, int]], const: 
     lo, hi = [const] * (n + 1), [const] * (n + 1)
     for j in range(n - 1, 0, -1):
         t, k = terms[order[j]]
-        a, b = k * t.vmin, k * t.vmax
-        lo[j], hi[j] = lo[j + 1] + min(a, b), hi[j + 1] + max(a, b)
+        tlo, thi = t.min_max
+        a, b = (k * tlo, k * thi) if k >= 0 else (k * thi, k * tlo)
+        lo[j], hi[j] = lo[j + 1] + a, hi[j + 1] + b
     c = 0
     for i in range(1, n):
         c = math.gcd(c, terms[order[i - 1]][1])
@@ -350,6 +354,8 @@ def fold_mod_by_range(x: UOp, y: UOp) -> UOp | None:
 
 def fold_lt_sum(x: UOp, c: UOp) -> UOp | None:
     """(x + c0) < c -> x < c - c0; (x*k) < c -> x < ceil(c/k) for k > 0; common factors divided out."""
+    if x.op is not ADD and (x.op is not MUL or x.src[1].op is not CONST):
+        return None  # one term of coefficient 1, no constant: nothing to move or divide out
     if x.dtype not in INTS:
         return None
     terms, const = split_terms(x)
