@@ -713,14 +713,21 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             if mode not in ("reflect", "replicate", "circular"):
                 raise NotImplementedError(f"pad: mode must be constant, reflect, replicate or circular, got {mode!r}")
             return self._pad_mode(pairs, mode)
-        shape = self.shape
-        if all(b.__class__ is int and a.__class__ is int and b >= 0 and a >= 0 for b, a in pairs) and all(
-            s.__class__ is int for s in shape
-        ):  # plain amounts over static sizes (cat pads each piece): the general path's node, without its helpers
-            if not any(b or a for b, a in pairs):
+        # plain amounts over static sizes (cat pads each piece): the general path's node, built in one loop
+        befores: list[int] = []
+        new_shape: list[int] = []
+        for (b, a), s in zip(pairs, self.shape):
+            if b.__class__ is not int or a.__class__ is not int or s.__class__ is not int or b < 0 or a < 0:
+                break
+            befores.append(b)
+            new_shape.append(s + b + a)
+        else:
+            if new_shape == list(self.shape):
                 return self
-            new = tuple(s + b + a for s, (b, a) in zip(shape, pairs))
-            out = self._new(UOp(Ops.PAD, (self.uop, UOp.shape_src(tuple(b for b, _ in pairs)), UOp.shape_src(new))))
+            shape = tuple(new_shape)
+            out = self._new(
+                UOp.movement(Ops.PAD, (self.uop, UOp.shape_src(tuple(befores)), UOp.shape_src(shape)), shape)
+            )
             return out if value == 0 else self._pad_value(out, pairs, value)
         if any((smin(b) < 0) != (smax(b) < 0) or (smin(a) < 0) != (smax(a) < 0) for b, a in pairs):
             raise RuntimeError(f"pad: symbolic amounts {pairs} must not change sign over their Variables' ranges")
@@ -944,6 +951,15 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
 
     def where(self, x: Tensor | ConstType, y: Tensor | ConstType) -> Tensor:
         """self ? x : y, broadcasting all three; the result dtype promotes x and y."""
+        if x.__class__ is Tensor and y.__class__ is Tensor:  # the hot path: a bool mask, x and y alike in everything
+            c, a, b = self.uop, x.uop, y.uop  # type: ignore[union-attr]
+            if (
+                c.dtype is dtypes.bool
+                and a.dtype is b.dtype
+                and c.shape == a.shape == b.shape
+                and self.device == x.device == y.device  # type: ignore[union-attr]
+            ):
+                return self._new(UOp.elementwise(Ops.WHERE, (c, a, b)), x, y)  # type: ignore[arg-type]
         cond = self.cast(dtypes.bool)
         if isinstance(x, Tensor):
             xt, yt = x._broadcasted(y, "where")

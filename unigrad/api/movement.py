@@ -538,10 +538,11 @@ class MovementMixin:
             total = sadd(total, t.shape[d])
         out: Tensor | None = None
         offset = total
+        where = [(0, 0)] * ref.ndim
         for t in reversed(parts):
-            offset = ssub(offset, t.shape[d])
-            after = ssub(ssub(total, offset), t.shape[d])
-            where = tuple((offset, after) if i == d else (0, 0) for i in range(t.ndim))
+            size = t.shape[d]
+            offset = ssub(offset, size)
+            where[d] = (offset, ssub(ssub(total, offset), size))
             placed = t.pad(where)
             if out is None:
                 out = placed

@@ -66,6 +66,15 @@ class UOp:
             u._shape = src[0].shape
         return u
 
+    @staticmethod
+    def movement(op: Ops, src: tuple[UOp, ...], shape: tuple[int, ...]) -> UOp:
+        """A movement node whose resulting shape the caller has computed (and checked): set here instead of read
+        back from its shape operand when first asked."""
+        u = UOp(op, src)
+        if u._shape is _MISSING:
+            u._shape = shape
+        return u
+
     def __del__(self) -> None:
         try:
             if self.arg is None and self.tag is None:
@@ -235,9 +244,10 @@ class UOp:
     @staticmethod
     def shape_src(shape: tuple[int | UOp, ...]) -> UOp:
         """The (k,)-shaped index UOp spelling a shape: STACK of index CONSTs / index UOps."""
-        if all(type(s) is int for s in shape):
-            return _int_shape_src(shape)
-        return UOp(Ops.STACK, tuple(UOp.index_const(s) if isinstance(s, int) else s for s in shape))
+        for s in shape:  # a loop, not all(generator): this runs for every movement op
+            if type(s) is not int:
+                return UOp(Ops.STACK, tuple(UOp.index_const(s) if isinstance(s, int) else s for s in shape))
+        return _int_shape_src(shape)
 
     @staticmethod
     def range(bound: int | UOp, rid: int, axis_type: AxisType = AxisType.LOOP) -> UOp:
