@@ -9,6 +9,7 @@ import pytest
 import unigrad
 from unigrad.dtype import dtypes
 from unigrad.ir import text
+from unigrad.ir import uop as uop_module
 from unigrad.ir.args import BufferArg, ConstArg, RangeArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.symbolic import pm_symbolic
@@ -98,11 +99,13 @@ def test_uop_is_not_iterable():
 def test_weak_cache_frees_unused_nodes():
     UOp.shape_src(())  # the shape of a Variable: kept alive by a small constructor cache, so warm it first
     pm_symbolic.cache.clear()  # the simplifier's bounded memo holds nodes strongly; empty it for this count
+    uop_module._int_consts.clear()
     gc.collect()
     before = cache_size()
     nodes = [UOp(Ops.ADD, (UOp.variable(f"weak{i}", 0, i + 1), UOp.index_const(7_000_000 + i))) for i in range(200)]
     assert cache_size() >= before + 200 * 3  # the ADD, the Variable, the bound consts at least
     del nodes
+    uop_module._int_consts.clear()  # UOp.const's memo of int constants holds them strongly: empty it as well
     gc.collect()
     assert cache_size() <= before
 

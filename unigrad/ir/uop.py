@@ -24,6 +24,8 @@ from unigrad.ir.ops import Ops
 _plain: dict[Ops, dict[tuple, weakref.ReferenceType[UOp]]] = {op: {} for op in Ops}
 _cache: dict[tuple, weakref.ReferenceType[UOp]] = {}
 _MISSING: Any = object()  # a derived property not computed yet
+INT_CONST_CACHE = 8192  # UOp.const's memo of (dtype, int value) -> CONST: strong references, dropped when full
+_int_consts: dict[tuple[DType, int], UOp] = {}
 _object_new = object.__new__
 _weakref = weakref.ref
 _dtype_of, _shape_of, _min_max_of = props.dtype_of, props.shape_of, props.min_max_of
@@ -235,11 +237,17 @@ class UOp:
     # ---- constructors ----
     @staticmethod
     def const(dtype: DType, value: ConstType) -> UOp:
+        if value.__class__ is int:  # the symbolic rules build small int constants over and over
+            if (u := _int_consts.get((dtype, value))) is None:
+                if len(_int_consts) >= INT_CONST_CACHE:
+                    _int_consts.clear()
+                u = _int_consts[(dtype, value)] = UOp(Ops.CONST, (), ConstArg(normalize(value, dtype), dtype))
+            return u
         return UOp(Ops.CONST, (), ConstArg(normalize(value, dtype), dtype))
 
     @staticmethod
     def index_const(value: int) -> UOp:
-        return UOp(Ops.CONST, (), ConstArg(int(value), dtypes.index))
+        return UOp.const(dtypes.index, int(value))
 
     @staticmethod
     def shape_src(shape: tuple[int | UOp, ...]) -> UOp:
