@@ -56,6 +56,13 @@ ERF_TAYLOR = tuple((-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 HUGE = 2.0**28  # above this, x*x overflows float32 soon and asinh/acosh(x) = log(2x) to float32 precision
+# the largest finite value of each float dtype (nan_to_num's default for +-inf)
+FINITE_MAX = {
+    "float16": 65504.0,
+    "bfloat16": 3.3895313892515355e38,
+    "float32": 3.4028234663852886e38,
+    "float64": 1.7976931348623157e308,
+}
 
 
 # ---------------------------------------------------------------- helpers (graph builders on Tensors)
@@ -690,6 +697,212 @@ class MathMixin:
         from unigrad.tensor import Tensor
 
         return Tensor(x, device=self.device, dtype=self.dtype).matmul(self)
+
+    # ---------------------------------------------------------------- torch names: aliases
+    def absolute(self: Tensor) -> Tensor:
+        """torch.absolute: abs."""
+        return self.abs()
+
+    def negative(self: Tensor) -> Tensor:
+        """torch.negative: -x (bool raises, as torch)."""
+        return self.neg()
+
+    def positive(self: Tensor) -> Tensor:
+        """torch.positive: x itself; a bool tensor raises, as torch."""
+        if self.dtype is dtypes.bool:
+            raise RuntimeError("positive: the `+` operator on a bool tensor is not supported")
+        return self
+
+    def arccos(self: Tensor) -> Tensor:
+        """torch.arccos: acos."""
+        return self.acos()
+
+    def arcsin(self: Tensor) -> Tensor:
+        """torch.arcsin: asin."""
+        return self.asin()
+
+    def arctan(self: Tensor) -> Tensor:
+        """torch.arctan: atan."""
+        return self.atan()
+
+    def sgn(self: Tensor) -> Tensor:
+        """torch.sgn: sign for real tensors (0 for nan)."""
+        return self.sign()
+
+    def true_divide(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """torch.true_divide: div without rounding (ints give the default float)."""
+        return self.div(other)
+
+    def floor_divide(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """torch.floor_divide: the quotient rounded down. Ints floor (an int division by zero is not checked: torch
+        raises); floats follow torch's div_floor: q = (x - fmod(x, y)) / y stepped down where the remainder's sign
+        differs from y's, then floored (rounded to the nearer integer when the division was inexact), so the
+        result is the floor of the exact quotient; x/y for y == 0, a signed zero for a zero quotient."""
+        x, y = self._broadcasted(other, "floor_divide")
+        if not x.dtype.is_float:
+            if x.dtype is dtypes.bool:
+                raise RuntimeError("floor_divide: not implemented for bool tensors")
+            return x.div(y, rounding_mode="floor")
+        x, dt = _compute(x)
+        y = y.cast(x.dtype)
+        mod = x.fmod(y)
+        q = (x - mod) / y  # an integer in exact arithmetic
+        q = (mod.ne(0) & (y < 0).ne(mod < 0)).where(q - 1, q)
+        fq = _floor(q)
+        fq = (q - fq > 0.5).where(fq + 1, fq)
+        zero = _negative(x).ne(_negative(y)).where(-0.0, 0.0)  # the sign of x/y
+        out = q.ne(0).where(fq, zero)
+        return y.eq(0).where(x / y, out).cast(dt)
+
+    # ---------------------------------------------------------------- torch names: elementwise functions
+    def atan2(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """torch.atan2(self, other): the angle of the point (other, self) in [-pi, pi]. From t = atan(min/max) of the
+        absolute values (t in [0, pi/4]), reflected to pi/2 - t when |self| > |other|, to pi - angle when other is
+        negative (-0.0 included) and negated when self is; +-0 and +-inf give C's values, nan propagates."""
+        y, x = self._broadcasted(other, "atan2")
+        y, dt = _compute(y)
+        x = x.cast(y.dtype)
+        ay, ax = _abs(y), _abs(x)
+        steep = ay > ax
+        lo, hi = steep.where(ax, ay), steep.where(ay, ax)
+        both_inf = ay.eq(math.inf) & ax.eq(math.inf)
+        ok = (hi > 0) & ~both_inf
+        r = ok.where(lo / _safe(ok, hi, 1.0), both_inf.where(1.0, 0.0))  # in [0, 1]
+        t = r.atan()
+        angle = steep.where(PI / 2 - t, t)
+        angle = _negative(x).where(PI - angle, angle)
+        angle = _negative(y).where(-angle, angle)
+        return (y.ne(y) | x.ne(x)).where(math.nan, angle).cast(dt)
+
+    def arctan2(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """torch.arctan2: atan2."""
+        return self.atan2(other)
+
+    def hypot(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """sqrt(x^2 + y^2) as hi * sqrt(1 + (lo/hi)^2) for hi = max(|x|, |y|): no overflow or underflow; an infinite
+        operand gives inf even beside nan (C hypot). Floats only, as torch.hypot."""
+        x, y = self._broadcasted(other, "hypot")
+        _float_only(x, "hypot")
+        x, dt = _compute(x)
+        y = y.cast(x.dtype)
+        ax, ay = _abs(x), _abs(y)
+        big = ax >= ay
+        hi, lo = big.where(ax, ay), big.where(ay, ax)
+        ok = (hi > 0) & (hi < math.inf)
+        h_safe = _safe(ok, hi, 1.0)
+        r = lo / h_safe
+        out = ok.where(h_safe * (r * r + 1).sqrt(), hi + lo)  # else: both 0, an inf or a nan
+        return (ax.eq(math.inf) | ay.eq(math.inf)).where(math.inf, out).cast(dt)
+
+    def logit(self: Tensor, eps: float | None = None) -> Tensor:
+        """log(x / (1 - x)), x clamped to [eps, 1 - eps] first when eps is given (the gradient is 0 outside, as
+        torch); ints give the default float."""
+        x, dt = _compute(self)
+        if eps is not None:
+            x = x.clamp(eps, 1 - eps)
+        return (x / (1 - x)).log().cast(dt)
+
+    def xlogy(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """x * log(y) with 0 * log(y) = 0 for every y but nan (torch.xlogy); float result. The gradient in x is
+        log(y) at x == 0 too, as torch (0 there for y == 0, and here also for y == inf)."""
+        x, y = self._broadcasted(other, "xlogy")
+        x, dt = _compute(x)
+        y = y.cast(x.dtype)
+        zero = x.eq(0) & y.eq(y)
+        edge = y.eq(0) | y.eq(math.inf)
+        slope = edge.where(0.0, _safe(~edge, y, 1.0).log())  # finite: x * slope is exactly 0 at x == 0
+        return zero.where(x * slope, x * _safe(~zero, y, 1.0).log()).cast(dt)
+
+    def nan_to_num(self: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+        """nan -> `nan`, +inf -> `posinf`, -inf -> `neginf` (by default the dtype's largest and lowest finite
+        values); ints and bools are returned as they are."""
+        if not self.dtype.is_float:
+            return self
+        big = FINITE_MAX[self.dtype.name]
+        hi = big if posinf is None else posinf
+        lo = -big if neginf is None else neginf
+        x = self
+        return x.ne(x).where(nan, x.eq(math.inf).where(hi, x.eq(-math.inf).where(lo, x)))
+
+    def isposinf(self: Tensor) -> Tensor:
+        """x == +inf (False for ints and bools)."""
+        return self.isinf(detect_positive=True, detect_negative=False)
+
+    def isneginf(self: Tensor) -> Tensor:
+        """x == -inf (False for ints and bools)."""
+        return self.isinf(detect_positive=False, detect_negative=True)
+
+    def signbit(self: Tensor) -> Tensor:
+        """Is the sign bit set: read from the float's bits, so -0.0 and a negative nan give True (torch.signbit);
+        x < 0 for ints, False for unsigned and bool."""
+        if self.dtype.is_float:
+            signed = {2: dtypes.int16, 4: dtypes.int32, 8: dtypes.int64}[self.dtype.itemsize]
+            return self.bitcast(signed) < 0
+        if self.dtype is dtypes.bool or self.dtype.is_unsigned:
+            return self._const_like(False, dtypes.bool)
+        return self < 0
+
+    def frac(self: Tensor) -> Tensor:
+        """x - trunc(x), with x's sign (nan for +-inf); floats only, as torch."""
+        _float_only(self, "frac")
+        return self - self.trunc()
+
+    def deg2rad(self: Tensor) -> Tensor:
+        """x * pi / 180; ints give the default float."""
+        x, dt = _compute(self)
+        return (x * (PI / 180)).cast(dt)
+
+    def rad2deg(self: Tensor) -> Tensor:
+        """x * 180 / pi; ints give the default float."""
+        x, dt = _compute(self)
+        return (x * (180 / PI)).cast(dt)
+
+    def heaviside(self: Tensor, values: Tensor) -> Tensor:
+        """0 for x < 0, `values` for x == 0, 1 for x > 0 (0 for nan, as torch's CPU kernel); `values` must be a
+        tensor of x's dtype."""
+        from unigrad.tensor import Tensor
+
+        if not isinstance(values, Tensor):
+            raise TypeError(f"heaviside: values must be a Tensor, got {type(values).__name__}")
+        if values.dtype != self.dtype:
+            raise RuntimeError(
+                f"heaviside: is not implemented for tensors with different dtypes (got {self.dtype} and {values.dtype})"
+            )
+        x, v = self._broadcasted(values, "heaviside")
+        return x.eq(0).where(v, (x > 0).cast(x.dtype))
+
+    def float_power(self: Tensor, exponent: Tensor | ConstType) -> Tensor:
+        """pow with both operands in float64 (a float64 result, as torch.float_power)."""
+        from unigrad.tensor import Tensor
+
+        e = exponent.cast(dtypes.float64) if isinstance(exponent, Tensor) else float(exponent)
+        return self.cast(dtypes.float64).pow(e)
+
+    def sinc(self: Tensor) -> Tensor:
+        """sin(pi x) / (pi x), 1 at x = 0 (where the gradient is 0); ints give the default float."""
+        x, dt = _compute(self)
+        nz = x.ne(0)
+        px = _safe(nz, x, 1.0) * PI
+        return nz.where(px.sin() / px, 1.0).cast(dt)
+
+    def addcmul(self: Tensor, tensor1: Tensor, tensor2: Tensor, value: ConstType = 1) -> Tensor:
+        """self + value * tensor1 * tensor2, all three promoted together; for an integer result `value` is
+        truncated to an int, as torch."""
+        prod = tensor1 * tensor2
+        x, p = self._broadcasted(prod, "addcmul")
+        v = value if x.dtype.is_float else int(value)
+        return x + p * v
+
+    def addcdiv(self: Tensor, tensor1: Tensor, tensor2: Tensor, value: ConstType = 1) -> Tensor:
+        """self + value * tensor1 / tensor2; two integer tensors raise, as torch (no integer division)."""
+        if not tensor1.dtype.is_float and not tensor2.dtype.is_float:
+            raise RuntimeError(
+                f"addcdiv: integer division with addcdiv is not supported (tensor1 {tensor1.dtype}, tensor2 "
+                f"{tensor2.dtype}); use self + value * tensor1.true_divide(tensor2)"
+            )
+        quot = tensor1 / tensor2
+        x, q = self._broadcasted(quot, "addcdiv")
+        return x + q * value
 
 
 def _asin_poly(s: Tensor) -> Tensor:

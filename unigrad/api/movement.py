@@ -1231,6 +1231,323 @@ class MovementMixin:
             out.append((smaller.reshape(1, n) == _arange(distinct, self.device).reshape(distinct, 1)).sum(1))
         return out[0] if len(out) == 1 else tuple(out)
 
+    # ------------------------------------------------------------ torch names: views and splits
+    def t(self: Tensor) -> Tensor:
+        """Transpose of a 2-D tensor; 0-D and 1-D tensors come back as they are; more dims raise, as torch.t."""
+        if self.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D ({self.shape})")
+        return self.transpose(0, 1) if self.ndim == 2 else self
+
+    def dim(self: Tensor) -> int:
+        """The number of dims (ndim), as torch.Tensor.dim()."""
+        return self.ndim
+
+    def broadcast_to(self: Tensor, *shape: Any) -> Tensor:
+        """torch.broadcast_to: expand (-1 keeps a dim)."""
+        return self.expand(*shape)
+
+    def type_as(self: Tensor, other: Tensor) -> Tensor:
+        """self cast to other's dtype."""
+        return self.cast(other.dtype)
+
+    def ravel(self: Tensor) -> Tensor:
+        """The flattened tensor (1-D)."""
+        return self.reshape(-1)
+
+    def msort(self: Tensor) -> Tensor:
+        """Sorted along dim 0 (values only), as torch.msort."""
+        return self.sort(0)[0]
+
+    def unbind(self: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+        """The slices along dim as a tuple of views, the dim removed."""
+        if self.ndim == 0:
+            raise IndexError("unbind: dimension specified as 0 but tensor has no dimensions")
+        d = _dim("unbind", dim, self.ndim)
+        return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
+
+    def tensor_split(
+        self: Tensor, indices_or_sections: int | Sequence[int] | Tensor, dim: int = 0
+    ) -> tuple[Tensor, ...]:
+        """torch.tensor_split: an int k gives k pieces (the first n % k one longer); a list of indices gives the
+        pieces self[i_(j-1):i_j] along dim as Python slices (negatives count from the end, empty pieces allowed). A
+        tensor argument (0-D: sections, 1-D: indices) is read back first (a sync point)."""
+        from unigrad.tensor import Tensor
+
+        if self.ndim == 0:
+            raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+        d = _dim("tensor_split", dim, self.ndim)
+        ios = indices_or_sections
+        if isinstance(ios, Tensor):
+            if not ios.dtype.is_int or ios.dtype is dtypes.bool or ios.ndim > 1:
+                raise RuntimeError(
+                    f"tensor_split expected tensor_indices_or_sections to be a 0-D or 1-D integer tensor, got "
+                    f"{ios.dtype} of shape {ios.shape}"
+                )
+            ios = ios.tolist()
+        n = self.shape[d]
+        if isinstance(ios, int):
+            if ios <= 0:
+                raise RuntimeError(f"tensor_split: number of sections must be larger than 0, got {ios}")
+            q, r = divmod(n, ios)
+            bounds = [i * q + min(i, r) for i in range(ios + 1)]
+            pieces = zip(bounds[:-1], bounds[1:])
+        else:
+            idx = [int(i) for i in ios]
+            pieces = zip([0, *idx], [*idx, None])
+        return tuple(self[(slice(None),) * d + (slice(a, b),)] for a, b in pieces)
+
+    def _split_along(self: Tensor, op: str, d: int, min_ndim: int, sections: int | Sequence[int]) -> tuple:
+        """hsplit/vsplit/dsplit: tensor_split along d, an int must divide the dim evenly (as torch)."""
+        if self.ndim < min_ndim:
+            raise RuntimeError(
+                f"torch.{op} requires a tensor with at least {min_ndim} dimension, but got a tensor with {self.ndim} "
+                f"dimensions!"
+            )
+        if isinstance(sections, int) and (sections == 0 or self.shape[d] % sections):
+            raise RuntimeError(
+                f"torch.{op} attempted to split along dimension {d}, but the size of the dimension {self.shape[d]} "
+                f"is not divisible by the split_size {sections}!"
+            )
+        return self.tensor_split(sections, d)
+
+    def hsplit(self: Tensor, sections: int | Sequence[int]) -> tuple[Tensor, ...]:
+        """tensor_split along dim 1 (dim 0 of a 1-D tensor); an int must divide the dim evenly."""
+        return self._split_along("hsplit", 1 if self.ndim > 1 else 0, 1, sections)
+
+    def vsplit(self: Tensor, sections: int | Sequence[int]) -> tuple[Tensor, ...]:
+        """tensor_split along dim 0 of a tensor of 2 or more dims."""
+        return self._split_along("vsplit", 0, 2, sections)
+
+    def dsplit(self: Tensor, sections: int | Sequence[int]) -> tuple[Tensor, ...]:
+        """tensor_split along dim 2 of a tensor of 3 or more dims."""
+        return self._split_along("dsplit", 2, 3, sections)
+
+    # ------------------------------------------------------------ torch names: gather, scatter, fill
+    def take_along_dim(self: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+        """torch.take_along_dim: gather along dim after broadcasting self and the int64 indices in every other dim
+        (dim=None: of the flattened tensor). Indices outside [0, n) raise, as torch.gather (checked on the values
+        read back: a sync point)."""
+        from unigrad.tensor import _broadcast_shape
+
+        if indices.dtype is not dtypes.int64:
+            raise RuntimeError(f"take_along_dim: dtype of indices should be int64 but got {indices.dtype}")
+        if dim is None:
+            return self.reshape(-1).take_along_dim(indices.reshape(-1), 0).reshape(indices.shape)
+        if self.ndim != indices.ndim:
+            raise RuntimeError(
+                f"take_along_dim: input and indices should have the same number of dimensions, but got {self.ndim} "
+                f"dimensions for input, and {indices.ndim} dimensions for indices"
+            )
+        x = self.reshape(1) if self.ndim == 0 else self
+        idx = indices.reshape(1) if indices.ndim == 0 else indices
+        d = _dim("take_along_dim", dim, x.ndim)
+        n = x.shape[d]
+        if idx.numel():
+            lo, hi = int(idx.min().item()), int(idx.max().item())
+            if lo < 0 or hi >= n:
+                raise IndexError(
+                    f"take_along_dim: index {lo if lo < 0 else hi} is out of bounds for dimension {d} with size {n}"
+                )
+
+        rest = _broadcast_shape(
+            "take_along_dim", x.shape[:d] + (1,) + x.shape[d + 1 :], idx.shape[:d] + (1,) + idx.shape[d + 1 :]
+        )
+        x = x.expand(rest[:d] + (n,) + rest[d + 1 :])
+        idx = idx.expand(rest[:d] + (idx.shape[d],) + rest[d + 1 :])
+        out = x.gather(d, idx)
+        return out.reshape(()) if self.ndim == 0 else out
+
+    def scatter_add(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+        """Out-of-place torch.scatter_add: the src values sent to each position along dim added to self's."""
+        from unigrad.tensor import Tensor
+
+        if not isinstance(src, Tensor):
+            raise TypeError(f"scatter_add: src must be a Tensor, got {type(src).__name__}")
+        return self.scatter_reduce(dim, index, src, "sum")
+
+    def index_fill(self: Tensor, dim: int, index: Tensor, value: Tensor | ConstType) -> Tensor:
+        """self with the slices at the int64 indices along dim set to value (a scalar or 0-d tensor, cast to self's
+        dtype; it gets the gradient of those positions). Negative indices count from the end; out of range raises
+        (checked on the values read back: a sync point)."""
+        from unigrad.tensor import Tensor
+
+        if index.dtype is not dtypes.int64:
+            raise IndexError(f"index_fill: expected dtype int64 for index, got {index.dtype}")
+        if index.ndim > 1:
+            raise RuntimeError(f"index_fill: index has to be a vector or scalar, got shape {index.shape}")
+        if isinstance(value, Tensor) and value.ndim != 0:
+            raise RuntimeError(
+                f"index_fill: only supports a 0-dimensional value tensor, but got tensor with {value.ndim} dimension(s)"
+            )
+        x = self.reshape(1) if self.ndim == 0 else self
+        d = _dim("index_fill", dim, x.ndim)
+        n = x.shape[d]
+        _check_index_range("index_fill", index, n)
+        idx = index.reshape(1, -1)
+        hit = (_arange(n, x.device).reshape(n, 1) == (idx < 0).where(idx + n, idx)).any(1)
+        hit = hit.reshape([n if i == d else 1 for i in range(x.ndim)])
+        v = value.cast(x.dtype) if isinstance(value, Tensor) else _const(x, value)
+        return hit.where(v, x).reshape(self.shape)
+
+    def index_copy(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+        """Out-of-place torch.index_copy: slice i of source (along dim) written at position index[i]; a repeated
+        index keeps the last slice sent to it. Indices must lie in [0, n) (checked on the values read back: a sync
+        point); source must have self's dtype and shape except len(index) along dim."""
+        if index.dtype is not dtypes.int64:
+            raise RuntimeError(f"index_copy: expected a long (int64) tensor for index, but got {index.dtype}")
+        if index.ndim > 1:
+            raise IndexError(f"index_copy: index should have dimension 1 or 0, got shape {index.shape}")
+        if source.dtype != self.dtype:
+            raise RuntimeError(
+                f"index_copy: self and source expected to have the same dtype, but got {self.dtype} and {source.dtype}"
+            )
+        x = self.reshape(1) if self.ndim == 0 else self
+        src = source.reshape(1) if source.ndim == 0 else source
+        d = _dim("index_copy", dim, x.ndim)
+        m, n = index.numel(), x.shape[d]
+        want = x.shape[:d] + (m,) + x.shape[d + 1 :]
+        if src.shape != want:
+            raise IndexError(f"index_copy: source of shape {source.shape} does not fit: expected {want}")
+        if m == 0:
+            return self
+        lo, hi = int(index.min().item()), int(index.max().item())
+        if lo < 0 or hi >= n:
+            raise IndexError(
+                f"index_copy: index {lo if lo < 0 else hi} is out of bounds for dimension {d} with size {n}"
+            )
+        match = _arange(n, x.device).reshape(n, 1) == index.reshape(1, m)  # [target, source slice]
+        last = match.where(_arange(m, x.device).reshape(1, m), -1).max(1)  # (n,): the slice written, -1 for none
+        picked = src.movedim(d, 0).take_rows(last.maximum(0))
+        keep = (last >= 0).reshape(n, *(1,) * (x.ndim - 1))
+        return keep.where(picked, x.movedim(d, 0)).movedim(0, d).reshape(self.shape)
+
+    def masked_scatter(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+        """Out-of-place torch.masked_scatter: the positions where the bool mask (broadcast with self) is True take
+        source's elements in row-major order. The count of Trues is read back first (a sync point): source must
+        have at least that many elements."""
+        from unigrad.tensor import _broadcast_shape
+
+        if mask.dtype is not dtypes.bool:
+            raise RuntimeError(f"masked_scatter: only supports boolean masks, but got mask with dtype {mask.dtype}")
+        if source.dtype != self.dtype:
+            raise RuntimeError(
+                f"masked_scatter: expected self and source to have same dtypes but got {self.dtype} and {source.dtype}"
+            )
+        shape = _broadcast_shape("masked_scatter", self.shape, mask.shape)
+        flat_mask, flat = mask.expand(shape).reshape(-1), self.expand(shape).reshape(-1)
+        count = int(flat_mask.sum().item()) if flat_mask.numel() else 0
+        if count > source.numel():
+            raise RuntimeError(
+                f"masked_scatter: number of elements of source ({source.numel()}) < number of ones in mask ({count})"
+            )
+        if count == 0:
+            return flat.reshape(shape)
+        pos = flat_mask.cast(dtypes.int64).cumsum(0) - 1  # the source element of each True
+        return flat_mask.where(source.reshape(-1).take_rows(pos.maximum(0)), flat).reshape(shape)
+
+    def fill_(self: Tensor, value: Tensor | ConstType) -> Tensor:
+        """In place (torch.Tensor.fill_): every element set to value (a scalar or 0-d tensor, cast to self's dtype);
+        in-place rules as +=."""
+        from unigrad.tensor import Tensor
+
+        if isinstance(value, Tensor) and value.ndim != 0:
+            raise RuntimeError(
+                f"fill_: only supports a 0-dimension value tensor but got tensor with {value.ndim} dimensions"
+            )
+        return self._inplace(_filled, value, "fill_")
+
+    def zero_(self: Tensor) -> Tensor:
+        """In place: every element set to 0 (fill_(0))."""
+        return self.fill_(0)
+
+    # ------------------------------------------------------------ torch names: membership and search
+    def isin(
+        self: Tensor, test_elements: Tensor | ConstType, *, assume_unique: bool = False, invert: bool = False
+    ) -> Tensor:
+        """torch.isin(self, test_elements): is each element equal to one of test_elements (promoted; nan is in
+        nothing); invert negates. Compares every pair: O(self.numel() * test_elements.numel())."""
+        from unigrad.tensor import Tensor
+
+        test = test_elements if isinstance(test_elements, Tensor) else Tensor(test_elements, device=self.device)
+        if self.dtype is dtypes.bool or test.dtype is dtypes.bool:
+            raise RuntimeError(f"isin: unsupported input type bool (got {self.dtype} and {test.dtype})")
+        m = test.numel()
+        if m == 0:
+            found = self._const_like(False, dtypes.bool)
+        else:
+            found = self.reshape(-1, 1).eq(test.reshape(1, m)).any(1).reshape(self.shape)
+        return found.logical_not() if invert else found
+
+    def searchsorted(
+        self: Tensor,
+        values: Tensor | ConstType,
+        *,
+        out_int32: bool = False,
+        right: bool = False,
+        side: str | None = None,
+        sorter: Tensor | None = None,
+    ) -> Tensor:
+        """torch.searchsorted(self, values) for a sorted self: for each value, how many entries of its row of self
+        sort before it (< for side 'left', <= for 'right'; a nan value after all). A 1-D self serves every value,
+        an N-D one the values of the matching leading dims. Compares every value with every boundary: fine for
+        moderate sizes. `sorter` (int64 indices) sorts an unsorted self first."""
+        from unigrad.tensor import Tensor
+
+        if side not in (None, "left", "right"):
+            raise RuntimeError(f"searchsorted: side can only be 'left' or 'right' but got {side!r}")
+        if side == "left" and right:
+            raise RuntimeError(
+                "searchsorted: side and right can't be set to opposites, got side of left while right was True"
+            )
+        right = right or side == "right"
+        if self.ndim == 0:
+            raise RuntimeError("searchsorted: boundaries tensor should have positive dimension, but got 0 dimension")
+        v = values if isinstance(values, Tensor) else Tensor(values, device=self.device)
+        if self.ndim > 1 and (v.ndim != self.ndim or v.shape[:-1] != self.shape[:-1]):
+            raise RuntimeError(
+                f"searchsorted: boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries "
+                f"tensor and input value tensor must match, but got boundaries {self.shape} and values {v.shape}"
+            )
+        seq = self if sorter is None else self.gather(-1, sorter)
+        b = seq.unsqueeze(-2) if self.ndim > 1 else seq
+        vv = v.unsqueeze(-1)
+        before = (b <= vv) if right else (b < vv)
+        if vv.dtype.is_float or b.dtype.is_float:
+            before = before | vv.ne(vv)
+        return before.sum(-1, dtype=dtypes.int32 if out_int32 else dtypes.int64)
+
+    def bucketize(self: Tensor, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:
+        """torch.bucketize(self, boundaries): the bucket of each element in 1-D sorted boundaries, i.e.
+        boundaries.searchsorted(self) with the same `right`."""
+        if boundaries.ndim != 1:
+            raise RuntimeError(f"bucketize: boundaries tensor must be 1 dimension, but got shape {boundaries.shape}")
+        return boundaries.searchsorted(self, out_int32=out_int32, right=right)
+
+    def unique_consecutive(
+        self: Tensor, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None
+    ) -> Tensor | tuple[Tensor, ...]:
+        """The flattened tensor with runs of equal consecutive elements collapsed to their first (nans never equal),
+        optionally each element's run index (input's shape) and the run lengths. The run count is read back (a sync
+        point). Only dim=None is supported."""
+        from unigrad.tensor import Tensor
+
+        if dim is not None:
+            raise NotImplementedError("unique_consecutive: only dim=None (the flattened tensor) is supported")
+        flat = self.reshape(-1)
+        n = flat.shape[0]
+        if n == 0:
+            values = flat
+            inverse = Tensor.zeros(self.shape, dtype=dtypes.int64, device=self.device)
+            counts = _arange(0, self.device)
+        else:
+            starts_mask = flat[1:].ne(flat[:-1]).pad(((1, 0),), value=True)
+            starts = _nonzero_positions(starts_mask)
+            values = flat.take_rows(starts)
+            inverse = (starts_mask.cast(dtypes.int64).cumsum(0) - 1).reshape(self.shape)
+            counts = starts.pad(((0, 1),), value=n)[1:] - starts
+        out = [values] + ([inverse] if return_inverse else []) + ([counts] if return_counts else [])
+        return out[0] if len(out) == 1 else tuple(out)
+
     # ---------------------------------------------------------------- helpers that need Tensor methods
 
     # ------------------------------------------------------------ einops-style
@@ -1279,6 +1596,14 @@ class MovementMixin:
         x = self.reshape(dims).permute([names.index(n) for n in out_names])
         size_of = dict(zip(names, dims))
         return x.reshape([math.prod(size_of[n] for n in g) for g in out_groups])
+
+
+def _filled(x: Tensor, value: Tensor | ConstType) -> Tensor:
+    """x's shape filled with value (fill_'s out-of-place result)."""
+    from unigrad.tensor import Tensor
+
+    v = value.cast(x.dtype) if isinstance(value, Tensor) else _const(x, value)
+    return v.reshape((1,) * x.ndim).expand(x.shape)
 
 
 def _const(x: Tensor, value: ConstType) -> Tensor:
