@@ -181,13 +181,14 @@ def _remember(cache: OrderedDict[tuple[Any, ...], V], key: tuple[Any, ...], valu
 def _const_uop(x: ConstType, dtype: DType, shape: Shape) -> UOp:
     """The scalar `x` as a `dtype` UOp of `shape`: EXPAND(RESHAPE(CONST, 1s), shape), cached by value and shape."""
     key = (x, type(x), dtype, shape)
-    if (u := _const_uops.get(key)) is None:
+    cached = x == x and (x != 0 or math.copysign(1.0, x) > 0)  # NaN and -0.0 would match other keys (0.0 == -0.0)
+    if not cached or (u := _const_uops.get(key)) is None:
         u = UOp.const(dtype, x)
         if shape:
             if (view := _const_views.get(shape)) is None:
                 view = _remember(_const_views, shape, (UOp.shape_src((1,) * len(shape)), UOp.shape_src(shape)))
             u = UOp(Ops.EXPAND, (UOp(Ops.RESHAPE, (u, view[0])), view[1]))
-        if x == x and (x != 0 or math.copysign(1.0, x) > 0):  # NaN and -0.0 would match other keys
+        if cached:
             _remember(_const_uops, key, u)
     return u
 

@@ -111,6 +111,16 @@ def test_factories_take_requires_grad(name):
     np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-6)
 
 
+def test_negative_zero_constant_is_not_the_cached_positive_zero():
+    """0.0 == -0.0 in Python: a cached +0.0 constant must not be returned for -0.0 (nor the other way round)."""
+    for first, second in ((0.0, -0.0), (-0.0, 0.0)):
+        Tensor.full((3,), first)
+        assert np.signbit(Tensor.full((3,), second).numpy()).tolist() == [np.signbit(second)] * 3
+        x = Tensor([1.0, 2.0])
+        _ = x * first
+        assert np.signbit((x * second).numpy()).tolist() == [np.signbit(second)] * 2
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int8", "uint8", "int64", "bool"])
 def test_full_of_a_python_scalar_is_the_broadcast_constant_node(dtype):
     """full()'s fast path (a cached constant node) builds what the general path builds: the scalar as a tensor of
