@@ -19,6 +19,7 @@ from dataclasses import field
 from typing import Any
 
 from unigrad.helpers import record
+from unigrad.pipeline.memplan import plan_memory
 from unigrad.runtime import Buffer
 
 
@@ -141,39 +142,24 @@ def plan(cap: Capture, inputs: list[Buffer], outputs: set[int]) -> JitPlan:
     """The replay plan of a capture. `inputs` are the caller's buffers (slots by position); `outputs` the ids
     of buffers the function returns (kept as they are: replays write the same buffers)."""
     slot_of = {id(b): i for i, b in enumerate(inputs)}
-    first: dict[int, int] = {}
-    last: dict[int, int] = {}
+    seen: dict[int, None] = {}  # buffer ids in order of first use
     written_first: set[int] = set()
-    for i, st in enumerate(cap.steps):
+    for st in cap.steps:
         for pos, b in enumerate(st.bufs):
             k = id(b)
-            if k not in first:
-                first[k] = i
+            if k not in seen:
+                seen[k] = None
                 if pos == 0:
                     written_first.add(k)
-            last[k] = i
-    temps = [k for k in first if k in cap.created and k in written_first and k not in outputs and k not in slot_of]
-    # greedy reuse in order of first use: a temp takes the smallest free buffer (same device and dtype) that
-    # fits, else a new one; a buffer is free again after the step that last uses its current temp
-    replacement: dict[int, Buffer] = {}
-    free: list[Buffer] = []
-    busy: list[tuple[int, Buffer]] = []  # (last step, buffer)
-    pool: list[Buffer] = []
-    for k in sorted(temps, key=lambda k: first[k]):
-        start = first[k]
-        for end, b in [x for x in busy if x[0] < start]:
-            busy.remove((end, b))
-            free.append(b)
-        need = cap.created[k]
-        fits = [b for b in free if b.device == need.device and b.dtype == need.dtype and b.size >= need.size]
-        if fits:
-            b = min(fits, key=lambda b: b.size)
-            free.remove(b)
-        else:
-            b = Buffer(need.device, need.size, need.dtype)
-            pool.append(b)
-        replacement[k] = b
-        busy.append((last[k], b))
+    temps = [k for k in seen if k in cap.created and k in written_first and k not in outputs and k not in slot_of]
+    # intermediates share memory across non-overlapping lifetimes (pipeline/memplan.py): planned once, reused by
+    # every replay
+    memory = plan_memory(
+        [[id(b) for b in st.bufs] for st in cap.steps],
+        {k: ((cap.created[k].device, cap.created[k].dtype), cap.created[k].size) for k in temps},
+    )
+    pool = [Buffer(device, size, dtype) for (device, dtype), size in memory.shared]  # type: ignore[misc]
+    replacement = {k: pool[s] for k, s in memory.slot_of.items()}
     steps = []
     for st in cap.steps:
         bufs: list[Buffer | None] = []

@@ -34,6 +34,7 @@ from unigrad.pipeline.callify import callify, function_params, inline_functions,
 from unigrad.pipeline.expand import expand
 from unigrad.pipeline.isel import isel
 from unigrad.pipeline.linearize import linearize
+from unigrad.pipeline.memplan import MemoryPlan, plan_memory
 from unigrad.pipeline.optimize import Target, optimize
 from unigrad.pipeline.rangeify import rangeify
 from unigrad.runtime import Buffer, Device, Lowered, jit
@@ -99,7 +100,8 @@ class CachedSchedule:
 
     `steps` is the run plan realize() follows on buffers: the body's kernels in dependency order, and
     `outputs` the body's results with the kernels stripped (views of the placeholders); None where a CALL
-    argument is not a placeholder (the general path then walks the instantiated graph)."""
+    argument is not a placeholder (the general path then walks the instantiated graph). `memory`: on the run
+    plan, the placeholders only its own kernels take share buffers where their lifetimes do not overlap."""
 
     body: UOp
     inputs: tuple[UOp, ...]
@@ -107,6 +109,7 @@ class CachedSchedule:
     variables: frozenset[str]
     steps: tuple[Step, ...] | None
     outputs: UOp
+    memory: MemoryPlan | None = None  # intermediates sharing buffers on the run plan (pipeline/memplan.py)
 
 
 def _plan(body: UOp) -> tuple[tuple[Step, ...], bool, UOp]:
@@ -139,6 +142,23 @@ def _strip_calls(root: UOp, on_call: Callable[[UOp], None]) -> UOp:
     return memo[root]
 
 
+def _plan_intermediates(steps: tuple[Step, ...], fresh: tuple[UOp, ...], outputs: UOp) -> MemoryPlan | None:
+    """The memory plan of a run plan's intermediates: fresh placeholders of a static size that no output views and
+    that the kernel first taking them writes (its first argument); None when no two of them can share."""
+    seen = {p for p in outputs.toposort() if p.op is Ops.PARAM}
+    written_first: set[UOp] = set()
+    for st in steps:
+        for pos, p in enumerate(st.params):
+            if p not in seen:
+                seen.add(p)
+                if pos == 0:
+                    written_first.add(p)
+    sizes = {p: p.shape[0] for p in fresh if p in written_first}
+    candidates = {p: ((p.arg.device, p.arg.dtype), n) for p, n in sizes.items() if isinstance(n, int)}
+    memory = plan_memory([st.params for st in steps], candidates)  # type: ignore[arg-type]
+    return memory if len(memory.shared) < len(memory.slot_of) else None
+
+
 def _schedule(body: UOp, args: tuple[UOp, ...], device: str) -> CachedSchedule:
     key = (body, device)
     cs = _schedule_cache.get(key)
@@ -152,7 +172,10 @@ def _schedule(body: UOp, args: tuple[UOp, ...], device: str) -> CachedSchedule:
         fresh = tuple(p for p in params if p.arg.slot >= n_in)
         names = frozenset(v.arg.name for v in variables_of(body))
         steps, plain, outputs = _plan(sched)
-        cs = _schedule_cache[key] = CachedSchedule(sched, inputs, fresh, names, steps if plain else None, outputs)
+        memory = _plan_intermediates(steps, fresh, outputs) if plain else None
+        cs = _schedule_cache[key] = CachedSchedule(
+            sched, inputs, fresh, names, steps if plain else None, outputs, memory
+        )
         # its kernels are compiled now, in parallel (those whose first buffer is on this device: the others later)
         precompile(device, [st.ast for st in steps if getattr(st.params[0].arg, "device", None) == device])
     return cs
@@ -188,9 +211,12 @@ def _launches(body: UOp, mapping: dict[UOp, UOp]) -> UOp:
     return memo[body]
 
 
-def _instantiate(uops: list[UOp], device: str) -> tuple[CachedSchedule, dict[UOp, UOp], dict[str, int], bool]:
+def _instantiate(
+    uops: list[UOp], device: str, share: bool = False
+) -> tuple[CachedSchedule, dict[UOp, UOp], dict[str, int], bool]:
     """uops -> their cached schedule, the mapping of its placeholders to BUFFERs (fresh ones allocated) and bound
-    Variables, the Variables' values, and whether every input is a plain BUFFER (no kernel of it left to run)."""
+    Variables, the Variables' values, and whether every input is a plain BUFFER (no kernel of it left to run).
+    share (realize): when the run plan will run, its planned intermediates get no BUFFER here (shared_buffers)."""
     t0 = time.perf_counter()
     sink = UOp(Ops.SINK, tuple(uops))
     call_vals: dict[str, int] = {}
@@ -204,7 +230,11 @@ def _instantiate(uops: list[UOp], device: str) -> tuple[CachedSchedule, dict[UOp
     body, args = fn.src[0], fn.src[1:]
     cs = _schedule(body, args, device)
     mapping = {p: args[p.arg.slot] for p in cs.inputs}
+    plain = all(a.op is not Ops.AFTER for a in args)
+    planned = cs.memory.slot_of if share and plain and cs.steps is not None and cs.memory is not None else {}
     for p in cs.fresh:
+        if p in planned:
+            continue
         size = p.shape[0]  # a symbolic size (Variables) gets room for its largest value
         mapping[p] = new_buffer(size if isinstance(size, int) else int(size.vmax), p.arg.dtype, p.arg.device)
     bound = [a for a in args if a.op is Ops.PARAM]
@@ -226,7 +256,7 @@ def _instantiate(uops: list[UOp], device: str) -> tuple[CachedSchedule, dict[UOp
         )
     if config.DEBUG >= 1:
         print(f"kernelize: {len(uops)} outputs scheduled in {(time.perf_counter() - t0) * 1e3:.2f} ms")
-    return cs, mapping, var_vals, all(a.op is not Ops.AFTER for a in args)
+    return cs, mapping, var_vals, plain
 
 
 def _lower_precompiled(sink: UOp, device: str, var_vals: dict[str, int]) -> UOp:
@@ -369,6 +399,15 @@ def lower(device: str, sink: UOp) -> Lowered:
     return Lowered(name, linear, src, sig)
 
 
+def shared_buffers(memory: MemoryPlan) -> dict[UOp, Buffer]:
+    """A new Buffer per shared buffer of the plan (allocated when first used), for each intermediate its own."""
+    shared = [Buffer(device, size, dtype) for (device, dtype), size in memory.shared]  # type: ignore[misc]
+    if jit.capturing() is not None:
+        for buf in shared:
+            jit.note_buffer(buf)
+    return {p: shared[s] for p, s in memory.slot_of.items()}  # type: ignore[misc]
+
+
 def run_call(call: UOp, var_vals: dict[str, int]) -> None:
     _run(call.src[0], [buffer_of(b) for b in call.src[1:]], var_vals)
 
@@ -409,10 +448,12 @@ def realize(uops: list[UOp], device: str) -> list[UOp]:
     """Kernelize and run; returns UOps that are views of concrete, filled BUFFERs. When every input is a filled
     buffer the cached schedule's plan runs straight on the buffers (no CALL graph is built and walked)."""
     with no_gc():
-        cs, mapping, var_vals, plain = _instantiate(uops, device)
+        cs, mapping, var_vals, plain = _instantiate(uops, device, share=True)
         stats.last_kernels = []
         if plain and cs.steps is not None:
             bufs = {p: buffer_of(u) for p, u in mapping.items() if u.op is not Ops.PARAM}  # each buffer looked up once
+            if cs.memory is not None:
+                bufs.update(shared_buffers(cs.memory))
             for step in cs.steps:
                 _run(step.ast, [bufs[p] for p in step.params], var_vals)
             outs = list(cs.outputs.substitute(mapping).src)
