@@ -1792,21 +1792,24 @@ def _sort_network_indices(x: Tensor, descending: bool) -> Tensor:
     else:
         k = key.reshape(rows, n).pad(((0, 0), (0, n2 - n)), value=key.dtype.max)
         p = pos.reshape(1, n2).expand(rows, n2).contiguous()
-    Tensor.realize(k, *([] if p is None else [p]))
-    flat_rows = (_arange(rows, x.device) * n2).reshape(rows, 1)
+    # the rows one after another: a mask below n2 flips only bits inside a row, so the flat position ^ mask is the
+    # partner in the same row, and flat positions order the pair as the row's do
+    k = k.reshape(-1).realize()
+    if p is not None:
+        p = p.reshape(-1).realize()
+    flat = _arange(rows * n2, x.device)
     for a in range(1, n2.bit_length()):
         for mask in [(1 << a) - 1, *(1 << b for b in range(a - 2, -1, -1))]:
-            partner = pos ^ Tensor(np.array(mask, dtype=np.int64), device=x.device)
-            at = (flat_rows + partner).reshape(-1)
-            ok = k.reshape(-1).take_rows(at).reshape(rows, n2)
-            if p is None:
-                k = (pos < partner).where(k.minimum(ok), k.maximum(ok)).realize()
+            partner = flat ^ Tensor(np.array(mask, dtype=np.int64), device=x.device)
+            ok = k.take_rows(partner)
+            if p is None:  # packed keys are unique: i < partner keeps the smaller of the pair, else the larger
+                k = (flat < partner).eq(k < ok).where(k, ok).realize()
                 continue
-            op = p.reshape(-1).take_rows(at).reshape(rows, n2)
-            keep = (pos < partner).eq((k < ok) | (k.eq(ok) & (p < op)))  # i < partner keeps the pair sorting first
+            op = p.take_rows(partner)
+            keep = (flat < partner).eq((k < ok) | (k.eq(ok) & (p < op)))  # i < partner keeps the pair sorting first
             k, p = keep.where(k, ok), keep.where(p, op)
             Tensor.realize(k, p)
-    out = k[:, :n] % n2 if p is None else p[:, :n]
+    out = k.reshape(rows, n2)[:, :n] % n2 if p is None else p.reshape(rows, n2)[:, :n]
     return out.reshape(*lead, n)
 
 
