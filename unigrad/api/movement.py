@@ -1717,7 +1717,8 @@ def _scatter_add_rows(n: int, index: Tensor, rows: Tensor) -> Tensor:
         return Tensor.zeros(n, rows.shape[1], dtype=rows.dtype, device=rows.device)
     inside = (index >= 0) & (index < n)
     key = inside.where(index, n)  # outside: after every row's index
-    order = _sort_network_indices(key, descending=False)
+    # keys in [0, n] fit 32 bits (n < 2^31): the network then packs key and position in one int64 (one kernel a step)
+    order = _sort_network_indices(key.cast(dtypes.int32) if n < 2**31 else key, descending=False)
     keys = key.take_rows(order)
     sums = _segmented_scan(rows.take_rows(order), keys)
     j = _arange(n, index.device)
