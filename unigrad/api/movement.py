@@ -1751,13 +1751,15 @@ def _first_k_by_selection(x: Tensor, k: int, largest: bool) -> Tensor:
     picked: list[Tensor] = []
     if key.dtype.itemsize <= 4 and n < 1 << 31:
         # the key and the position in one int64, each unique (earlier positions larger): a round's pick is the max
-        # of those below the previous pick
-        both = key.cast(dtypes.int64) * n + (n - 1 - pos)
+        # of those below the previous pick. The position takes the low bits of a power of two n2 >= n, so it reads
+        # back with an AND (for a negative key too), not a floor modulo
+        n2 = 1 << (n - 1).bit_length()
+        both = key.cast(dtypes.int64) * n2 + (n2 - 1 - pos)
         best: Tensor | None = None
         for _ in range(k):
             best = (both if best is None else (both < best).where(both, dtypes.int64.min)).max(-1, keepdim=True)
             best = best.contiguous()  # its own buffer: the rounds after and the cat below read it
-            picked.append((n - 1) - best % n)
+            picked.append((n2 - 1) - (best & (n2 - 1)))
     else:
         prev: tuple[Tensor, Tensor] | None = None  # the previous pick's key and index
         for _ in range(k):
