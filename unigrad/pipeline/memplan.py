@@ -30,6 +30,20 @@ class MemoryPlan:
     slot_of: dict[Hashable, int]
 
 
+def first_written(steps: Sequence[Sequence[Hashable]]) -> list[Hashable]:
+    """The keys whose first kernel takes them as its first argument (the buffer it writes), in order of first use:
+    the candidates for intermediates (a key read before it is written holds data from before the run)."""
+    seen: set[Hashable] = set()
+    out: list[Hashable] = []
+    for keys in steps:
+        for pos, k in enumerate(keys):
+            if k not in seen:
+                seen.add(k)
+                if pos == 0:
+                    out.append(k)
+    return out
+
+
 def plan_memory(steps: Sequence[Sequence[Hashable]], intermediates: dict[Hashable, tuple[Hashable, int]]) -> MemoryPlan:
     """Greedy, in order of first use: an intermediate takes the smallest free shared buffer of its kind that fits,
     else a new one; a shared buffer is free again after the kernel that last takes its current intermediate.

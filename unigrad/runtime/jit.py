@@ -19,7 +19,7 @@ from dataclasses import field
 from typing import Any
 
 from unigrad.helpers import record
-from unigrad.pipeline.memplan import plan_memory
+from unigrad.pipeline.memplan import first_written, plan_memory
 from unigrad.runtime import Buffer
 
 
@@ -142,22 +142,11 @@ def plan(cap: Capture, inputs: list[Buffer], outputs: set[int]) -> JitPlan:
     """The replay plan of a capture. `inputs` are the caller's buffers (slots by position); `outputs` the ids
     of buffers the function returns (kept as they are: replays write the same buffers)."""
     slot_of = {id(b): i for i, b in enumerate(inputs)}
-    seen: dict[int, None] = {}  # buffer ids in order of first use
-    written_first: set[int] = set()
-    for st in cap.steps:
-        for pos, b in enumerate(st.bufs):
-            k = id(b)
-            if k not in seen:
-                seen[k] = None
-                if pos == 0:
-                    written_first.add(k)
-    temps = [k for k in seen if k in cap.created and k in written_first and k not in outputs and k not in slot_of]
+    ids = [[id(b) for b in st.bufs] for st in cap.steps]
+    temps = [k for k in first_written(ids) if k in cap.created and k not in outputs and k not in slot_of]
     # intermediates share memory across non-overlapping lifetimes (pipeline/memplan.py): planned once, reused by
     # every replay
-    memory = plan_memory(
-        [[id(b) for b in st.bufs] for st in cap.steps],
-        {k: ((cap.created[k].device, cap.created[k].dtype), cap.created[k].size) for k in temps},
-    )
+    memory = plan_memory(ids, {k: ((cap.created[k].device, cap.created[k].dtype), cap.created[k].size) for k in temps})
     pool = [Buffer(device, size, dtype) for (device, dtype), size in memory.shared]  # type: ignore[misc]
     replacement = {k: pool[s] for k, s in memory.slot_of.items()}
     steps = []

@@ -34,7 +34,7 @@ from unigrad.pipeline.callify import callify, function_params, inline_functions,
 from unigrad.pipeline.expand import expand
 from unigrad.pipeline.isel import isel
 from unigrad.pipeline.linearize import linearize
-from unigrad.pipeline.memplan import MemoryPlan, plan_memory
+from unigrad.pipeline.memplan import MemoryPlan, first_written, plan_memory
 from unigrad.pipeline.optimize import Target, optimize
 from unigrad.pipeline.rangeify import rangeify
 from unigrad.runtime import Buffer, Device, Lowered, jit
@@ -145,17 +145,11 @@ def _strip_calls(root: UOp, on_call: Callable[[UOp], None]) -> UOp:
 def _plan_intermediates(steps: tuple[Step, ...], fresh: tuple[UOp, ...], outputs: UOp) -> MemoryPlan | None:
     """The memory plan of a run plan's intermediates: fresh placeholders of a static size that no output views and
     that the kernel first taking them writes (its first argument); None when no two of them can share."""
-    seen = {p for p in outputs.toposort() if p.op is Ops.PARAM}
-    written_first: set[UOp] = set()
-    for st in steps:
-        for pos, p in enumerate(st.params):
-            if p not in seen:
-                seen.add(p)
-                if pos == 0:
-                    written_first.add(p)
-    sizes = {p: p.shape[0] for p in fresh if p in written_first}
+    viewed = {p for p in outputs.toposort() if p.op is Ops.PARAM}
+    made, params = set(fresh), [st.params for st in steps]
+    sizes = {p: p.shape[0] for p in first_written(params) if p in made and p not in viewed}
     candidates = {p: ((p.arg.device, p.arg.dtype), n) for p, n in sizes.items() if isinstance(n, int)}
-    memory = plan_memory([st.params for st in steps], candidates)  # type: ignore[arg-type]
+    memory = plan_memory(params, candidates)  # type: ignore[arg-type]
     return memory if len(memory.shared) < len(memory.slot_of) else None
 
 
