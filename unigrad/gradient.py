@@ -25,6 +25,7 @@ from unigrad.dtype import ConstType, dtypes
 from unigrad.ir.args import LoadArg, ReduceArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
+from unigrad.pipeline import multi
 from unigrad.pipeline.callify import inline_functions
 
 Grads = tuple[UOp | None, ...]
@@ -220,8 +221,20 @@ def gather_grad(g: UOp, y: UOp) -> Grads:
 def load_grad(g: UOp, y: UOp) -> Grads:
     """y = LOAD(x) (contiguous() or to(device)): identity on data; a device copy copies g back."""
     x = y.src[0]
-    back = g if y.arg.device is None or y.arg.device == x.device else UOp(Ops.LOAD, (g,), LoadArg(x.device))
+    if y.arg.device is None or y.arg.device == x.device:
+        back = g
+    elif isinstance(x.device, tuple):  # back onto x's devices, sharded as x is
+        back = multi.shard(g, x.device, x.axis)
+    else:
+        back = UOp(Ops.LOAD, (g,), LoadArg(x.device))
     return (back,) + (None,) * (len(y.src) - 1)
+
+
+def replicated_grad(g: UOp, y: UOp) -> Grads:
+    """y = REPLICATED(x, axes): each device's entry of x along the axes is the whole of y. y is one value, so
+    its gradient goes to one entry (index 0) and the others get zeros."""
+    x = y.src[0]
+    return (UOp(Ops.PAD, (g, UOp.shape_src((0,) * len(x.shape)), UOp.shape_src(x.shape))),)
 
 
 def no_gradient(g: UOp, y: UOp) -> Grads:
@@ -286,6 +299,7 @@ GRADIENT_RULES: dict[Ops, GradientRule] = {
     Ops.REDUCE: reduce_grad,
     # load and markers
     Ops.LOAD: load_grad,
+    Ops.REPLICATED: replicated_grad,
     Ops.CONTIGUOUS: lambda g, y: (g,),  # identity on data
     Ops.DETACH: no_gradient,  # stops gradients, by definition
     Ops.CONTIGUOUSBACKWARD: lambda g, y: (UOp(Ops.LOAD, (g,), LoadArg()),),  # make the gradient contiguous

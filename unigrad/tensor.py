@@ -8,6 +8,7 @@ at the call that caused them, with the op, the shapes/dtypes and what was expect
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import math
 import operator
@@ -33,10 +34,12 @@ from unigrad.ir.props import broadcast_shapes
 from unigrad.ir.sint import always_le, resolve_shape, sadd, sfloordiv, sint, smax, smin, smul, sprod, ssub
 from unigrad.ir.spec import verify_tensor_op
 from unigrad.ir.uop import UOp
+from unigrad.pipeline import multi
 from unigrad.pipeline.expand import identity_element
 from unigrad.pipeline.rangeify import view_base
 from unigrad.runtime import Device
 from unigrad.runtime import jit as rt_jit
+from unigrad.runtime import multi as rt_multi
 from unigrad.runtime import realize as rt
 
 Shape = tuple[int, ...]
@@ -211,7 +214,10 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         self.device = Device.canonicalize(device)
         self._requires_grad: bool | None = None
         self.grad: Tensor | None = None
-        self.uop = self._data_uop(data, to_dtype(dtype) if dtype is not None else None)
+        if isinstance(self.device, tuple) and not isinstance(data, UOp):  # made on the first, copied to each
+            self.uop = Tensor(data, device=self.device[0], dtype=dtype).shard(self.device).uop
+        else:
+            self.uop = self._data_uop(data, to_dtype(dtype) if dtype is not None else None)
         if requires_grad is not None:
             self.requires_grad = requires_grad
 
@@ -332,8 +338,11 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     ) -> Tensor:
         shp = _shape_arg(shape)
         dev = Device.canonicalize(device)
-        buf = rt.new_buffer(_prod(shp), to_dtype(dtype) if dtype is not None else dtypes.default_float, dev)
-        t = Tensor(UOp(Ops.RESHAPE, (buf, UOp.shape_src(shp))), device=dev)
+        dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+        if isinstance(dev, tuple):  # a whole (uninitialized) copy on each device
+            t = Tensor(rt_multi.empty(shp, dt, dev), device=dev)
+        else:
+            t = Tensor(UOp(Ops.RESHAPE, (rt.new_buffer(_prod(shp), dt, dev), UOp.shape_src(shp))), device=dev)
         return t.requires_grad_() if requires_grad else t
 
     def full_like(self, fill_value: ConstType, dtype: DType | str | None = None, **kw: Any) -> Tensor:
@@ -391,6 +400,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         if not _assign_owner and all(_is_buffer_view(t.uop) for t in ts):  # nothing to compute
             rt.stats.last_kernels = []
             return self
+        if rt_multi.used:  # a graph may hold multi-device nodes: lowered to per-device ones first
+            schedule = functools.partial(rt_multi.schedule, schedule)
         for dev in {t.device for t in ts}:
             group = [t for t in ts if t.device == dev]
             uops = _resolve_assigns([t.uop for t in group])
@@ -421,6 +432,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             )
         if self.dtype.fmt is None and self.dtype is not dtypes.bfloat16:
             raise TypeError(f"numpy: no numpy dtype for {self.dtype}")
+        if isinstance(self.device, tuple):  # gathered on the first device
+            return self.to(self.device[0]).numpy()
         t = self.contiguous_view()
         flat = rt.buffer_of(t.uop).numpy()
         if isinstance(self.numel(), int):
@@ -451,14 +464,45 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         """The values as a memoryview of this tensor's shape and format (a copy out, as numpy())."""
         return memoryview(self.numpy())
 
-    def to(self, device: str) -> Tensor:
+    def to(self, device: str | tuple[str, ...]) -> Tensor:
+        """This tensor on `device`; to a tuple of devices, a whole copy on each (shard(devices)); from a tuple to
+        one device, the gathered whole."""
         dev = Device.canonicalize(device)
         if dev == self.device:
             return self
+        if isinstance(dev, tuple):
+            return self.shard(dev)
         out = Tensor(UOp(Ops.LOAD, (self.uop,), LoadArg(dev)), device=dev)
         if self._requires_grad:
             out._join_autograd()
         return out
+
+    def shard(self, devices: Sequence[str], axis: int | None = None) -> Tensor:
+        """This tensor on several devices: split into equal blocks along dim `axis`, block i on `devices[i]`, or,
+        with axis None, a whole copy on each (tinygrad's shard). Ops on it run on every device, on its block."""
+        devs = Device.canonicalize(tuple(devices))
+        if axis is not None:
+            axis = _norm_axis("shard", axis, self.ndim)
+            if not isinstance(self.shape[axis], int) or self.shape[axis] % len(devs):
+                raise RuntimeError(
+                    f"shard: dim {axis} of shape {self.shape} does not split into {len(devs)} equal blocks "
+                    f"(one per device of {devs})"
+                )
+        if any(not isinstance(s, int) for s in self.shape):
+            raise RuntimeError(f"shard: symbolic shape {self.shape} (multi-device tensors take constant sizes)")
+        if devs == self.device and axis == self.uop.axis:
+            return self
+        rt_multi.mark_used()
+        out = Tensor(multi.shard(self.uop, devs, axis), device=devs)
+        if self._requires_grad:
+            out._join_autograd()
+        return out
+
+    def shard_(self, devices: Sequence[str], axis: int | None = None) -> Tensor:
+        """shard() in place: this tensor now lives on `devices`."""
+        out = self.shard(devices, axis)
+        self.uop, self.device = out.uop, out.device
+        return self
 
     def contiguous(self) -> Tensor:
         return self._new(UOp(Ops.LOAD, (self.uop,), LoadArg()))

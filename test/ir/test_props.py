@@ -411,6 +411,7 @@ def test_axis_buffer():
         ((4, 6, 1), 0),
         ((24,), 0),  # flattening keeps contiguous shards
         ((4, 2, 3), 0),
+        ((3, 8), None),  # device 0's rows 0-1 are not a block of 3 rows
     ],
 )
 def test_axis_reshape_remaps(new, axis):
@@ -468,8 +469,13 @@ def test_axis_alu_inherits():
 
 def test_axis_movement_and_markers_keep_it():
     s = buf(4, 6, device=D2)
-    assert UOp(Ops.FLIP, (s,), (True, False)).axis == 0
+    assert UOp(Ops.FLIP, (s,), (False, True)).axis == 0
+    assert UOp(Ops.FLIP, (s,), (True, False)).axis is None  # device i would hold block n-1-i
     assert UOp(Ops.SHRINK, (s, S(0, 1), S(4, 2))).axis == 0
+    assert UOp(Ops.SHRINK, (s, S(1, 0), S(2, 6))).axis is None  # the shard boundary moves
+    assert UOp(Ops.PAD, (s, S(0, 1), S(4, 8))).axis == 0
+    assert UOp(Ops.PAD, (s, S(1, 0), S(5, 6))).axis is None
+    assert UOp(Ops.EXPAND, (UOp(Ops.RESHAPE, (s, S(4, 1, 6))), S(4, 3, 6))).axis == 0
     assert UOp(Ops.CONTIGUOUS, (s,)).axis == 0
     assert UOp(Ops.DETACH, (s,)).axis == 0
     assert UOp(Ops.AFTER, (s, UOp(Ops.STORE, (s, s)))).axis == 0

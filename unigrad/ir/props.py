@@ -185,26 +185,35 @@ def axis_of(u: UOp) -> int | None:
     if not u.src:
         return None
     a = u.src[0].axis
+    if op in GroupOp.ALU:
+        return next((s.axis for s in u.src if s.axis is not None), None)
+    if a is None:
+        return None
     if op is Ops.PERMUTE:
-        return None if a is None else u.arg.index(a)
+        return u.arg.index(a)
     if op is Ops.RESHAPE:
-        return None if a is None else _reshape_axis(u.src[0].shape, u.shape, a)
+        return _reshape_axis(u.src[0].shape, u.shape, a, len(u.device))
     if op is Ops.REDUCE:
         return None if a in u.arg.axes else a
     if op is Ops.REPLICATED:
         return None if a in u.arg else a
-    if op in GroupOp.ALU:
-        return next((s.axis for s in u.src if s.axis is not None), None)
+    if op is Ops.FLIP:  # blocks would change devices
+        return None if u.arg[a] else a
+    if op in (Ops.PAD, Ops.SHRINK):  # the shard boundary moves unless dim a is left alone
+        begin, new = as_shape(u.src[1]), u.shape
+        return a if begin[a] == 0 and new[a] == u.src[0].shape[a] else None
     if op in GroupOp.Movement or op in (Ops.AFTER,) or op in GroupOp.Marker:
         return a
     return None
 
 
-def _reshape_axis(old: Shape, new: Shape, axis: int) -> int | None:
+def _reshape_axis(old: Shape, new: Shape, axis: int, n: int) -> int | None:
+    """The dim of `new` that keeps the n-way shard boundary of dim `axis` of `old` (each device's block stays one
+    block of it), or None: the dims before it hold as many elements as before, and it splits n ways."""
     before = prod(old[:axis])
     for k in range(len(new)):
         if prod(new[:k]) == before and new[k] != 1:
-            return k
+            return k if isinstance(new[k], int) and new[k] % n == 0 else None
     return None
 
 

@@ -75,7 +75,16 @@ class _DeviceRegistry:
     def __init__(self) -> None:
         self._open: dict[str, Compiled] = {}
 
-    def canonicalize(self, device: str | None) -> str:
+    def canonicalize(self, device: Any) -> Any:
+        """A device name in canonical form ("cpu:1" -> "CPU:1"); a tuple or list of names is a multi-device
+        tuple of distinct canonical names."""
+        if isinstance(device, (tuple, list)):
+            devices = tuple(self.canonicalize(d) for d in device)
+            if len(devices) < 2 or len(set(devices)) != len(devices):
+                raise ValueError(f"a multi-device tuple needs at least two distinct devices, got {device!r}")
+            return devices
+        if device is not None and not isinstance(device, str):
+            raise TypeError(f"a device is a name such as 'CPU' or 'CPU:1' (or a tuple of them), got {device!r}")
         d = (device or self.DEFAULT).upper()
         base = d.split(":")[0]
         if base not in DEVICES:
@@ -86,6 +95,8 @@ class _DeviceRegistry:
         if (dev := self._open.get(device)) is not None:  # a canonical name already open: every kernel run asks
             return dev
         d = self.canonicalize(device)
+        if isinstance(d, tuple):
+            raise TypeError(f"Device[...] opens one device; got the multi-device tuple {d}")
         if d not in self._open:
             mod = importlib.import_module(DEVICES[d.split(":")[0]])
             self._open[d] = mod.open_device(d)

@@ -409,7 +409,9 @@ def run_call(call: UOp, var_vals: dict[str, int]) -> None:
 def _run(ast: UOp, bufs: list[Buffer], var_vals: dict[str, int]) -> None:
     """Run one kernel (or a copy between devices, an `ast` LOAD) on its buffers."""
     if ast.op is Ops.LOAD:  # copy between devices, through the host
-        bufs[0].ensure_allocated().copyin(bufs[1].numpy())
+        dst, src = bufs[0].ensure_allocated(), bufs[1]
+        # the destination's size: a source shared by the memory plan may be larger; raw bits (bfloat16 stays bfloat16)
+        dst.copyin(Device[src.device].allocator.copyout(src.handle, src.dtype, dst.size))
         if jit.capturing() is not None:
             jit.note_step("copy", None, bufs, var_vals)
         return
