@@ -133,7 +133,12 @@ class MultiLowering:
                 srcs.append(self.gather(s, u.arg.device))
             else:
                 srcs.append(self._single[s])
-        if u.op is Ops.LOAD and srcs[0].op is Ops.LOAD and srcs[0].arg.device == u.arg.device and is_multi(u.src[0].device):
+        if (
+            u.op is Ops.LOAD
+            and srcs[0].op is Ops.LOAD
+            and srcs[0].arg.device == u.arg.device
+            and is_multi(u.src[0].device)
+        ):
             return srcs[0]  # the gather already copied it there
         return u if all(a is b for a, b in zip(srcs, u.src)) else u.replace(src=tuple(srcs))
 
@@ -183,7 +188,9 @@ class MultiLowering:
             srcs = [self.localize(s, axis, devices) for s in u.src]
             return tuple(u.replace(src=tuple(s[i] for s in srcs)) for i in range(n))
         if op is Ops.AFTER:
-            srcs = [self.localize(s, u.axis, devices) if s.op is not Ops.STORE else self.pieces(s, devices) for s in u.src]
+            srcs = [
+                self.localize(s, u.axis, devices) if s.op is not Ops.STORE else self.pieces(s, devices) for s in u.src
+            ]
             return tuple(u.replace(src=tuple(s[i] for s in srcs)) for i in range(n))
         if op is Ops.REDUCE:
             return self._reduce(u, devices)
