@@ -38,6 +38,7 @@ from unigrad.pipeline.memplan import MemoryPlan, first_written, plan_memory
 from unigrad.pipeline.optimize import Target, optimize
 from unigrad.pipeline.rangeify import rangeify
 from unigrad.runtime import Buffer, Device, Lowered, jit
+from unigrad.runtime.queue import run_steps
 
 _buffer_ids = itertools.count()
 buffers: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
@@ -432,12 +433,26 @@ def _run(ast: UOp, bufs: list[Buffer], var_vals: dict[str, int]) -> None:
 def run_pending(uops: list[UOp], var_vals: dict[str, int]) -> list[UOp]:
     """Run every CALL under `uops` not yet run, sources first; return the uops with AFTERs stripped."""
 
+    calls: list[UOp] = []
+
     def run_once(call: UOp) -> None:  # a rebuilt CALL would look like a new kernel: CALLs are kept as they are
         if call not in _executed:
-            run_call(call, var_vals)
+            calls.append(call)
             _executed.add(call)
 
-    return list(_strip_calls(UOp(Ops.TUPLE, tuple(uops)), run_once).src)
+    outs = list(_strip_calls(UOp(Ops.TUPLE, tuple(uops)), run_once).src)
+    _run_all([(c.src[0], [buffer_of(b) for b in c.src[1:]]) for c in calls], var_vals)
+    return outs
+
+
+def _run_all(steps: list[tuple[UOp, list[Buffer]]], var_vals: dict[str, int]) -> None:
+    """Run a schedule's steps in order; steps on several devices go through the command queue (runtime/queue.py),
+    each device's on its own thread (in order, on this thread, while a TinyJit captures them)."""
+    if jit.capturing() is not None:
+        for ast, bufs in steps:
+            _run(ast, bufs, var_vals)
+        return
+    run_steps(steps, lambda ast, bufs: _run(ast, bufs, var_vals))
 
 
 def realize(uops: list[UOp], device: str) -> list[UOp]:
@@ -450,8 +465,7 @@ def realize(uops: list[UOp], device: str) -> list[UOp]:
             bufs = {p: buffer_of(u) for p, u in mapping.items() if u.op is not Ops.PARAM}  # each buffer looked up once
             if cs.memory is not None:
                 bufs.update(shared_buffers(cs.memory))
-            for step in cs.steps:
-                _run(step.ast, [bufs[p] for p in step.params], var_vals)
+            _run_all([(step.ast, [bufs[p] for p in step.params]) for step in cs.steps], var_vals)
             outs = list(cs.outputs.substitute(mapping).src)
         else:
             out = _launches(cs.body, mapping)
