@@ -210,8 +210,16 @@ class MultiLowering:
         x, n = u.src[0], len(devices)
         if u.arg.device is None:  # contiguous()
             return tuple(u.replace(src=(p,)) for p in self.pieces(x, devices))
-        if is_multi(x.device) and x.device == devices and x.axis == 0:
-            return self.pieces(x, devices)  # already sharded so
+        if is_multi(x.device) and x.device == devices:  # reshard on the same devices: no trip through one device
+            ps = self.pieces(x, devices)
+            if x.axis == 0:
+                return ps  # already sharded so
+            if x.axis is None:
+                return tuple(block(p, 0, i, n) for i, p in enumerate(ps))  # each device keeps its block
+            if x.shape[0] % n == 0:  # all-to-all: block i of dim 0 gathered from every device's piece onto D[i]
+                return tuple(
+                    concat(tuple(_copy(block(p, 0, i, n), d) for p in ps), x.axis) for i, d in enumerate(devices)
+                )
         whole = self.gather(x, x.device[0]) if is_multi(x.device) else self.single(x)
         if not whole.shape or whole.shape[0] % n:
             raise MultiError(f"copy to {devices}: dim 0 of shape {whole.shape} does not split into {n} equal blocks")
