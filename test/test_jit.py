@@ -239,3 +239,13 @@ def test_error_no_kernels():
     jit(Tensor(rand(4)))
     with pytest.raises(JitError, match="ran no kernels"):
         jit(Tensor(rand(4)))
+
+
+def test_multi_device_input_is_refused_at_the_call():
+    @TinyJit
+    def f(x: Tensor) -> Tensor:
+        return (x * 2).realize()
+
+    x = Tensor(np.ones((4, 2), np.float32)).shard(("CPU:0", "CPU:1"), axis=0)
+    with pytest.raises(JitError, match=r"several devices \('CPU:0', 'CPU:1'\) \(shape \(4, 2\)\)"):
+        f(x)

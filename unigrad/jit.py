@@ -102,6 +102,11 @@ class TinyJit(Generic[ReturnType]):
         args, kwargs = tree_fill(structure, leaves)
         structure = (structure, tuple(_leaf_kind(x) for x in leaves))  # what must not change between calls
         tensors = [x for x in leaves if isinstance(x, Tensor)]
+        if (multi := next((t for t in tensors if isinstance(t.device, tuple)), None)) is not None:
+            raise JitError(
+                f"TinyJit({self.name}): an input on several devices {multi.device} (shape {multi.shape}): capturing "
+                "multi-device tensors is not supported yet; call the function without TinyJit"
+            )
         bufs = [rt.buffer_of(t.uop) for t in tensors]
         self._check_distinct(tensors, bufs)
         bound = [x for x in leaves if isinstance(x, UOp)] + [v for t in tensors for d in t.shape for v in bound_vars(d)]
