@@ -114,7 +114,8 @@ class MultiLowering:
             return (self.single(u),) * len(devices)
         if (done := self._pieces.get(u)) is not None:
             return done
-        for v in u.toposort(gate=lambda v: v not in self._pieces):
+        # one-device and device-less sources are lowered when a rule asks for them (single): not walked here
+        for v in u.toposort(gate=lambda v: v not in self._pieces and is_multi(v.device)):
             if v in self._pieces or not is_multi(v.device):
                 continue
             self._pieces[v] = self._lower(v)

@@ -461,8 +461,9 @@ def _strip_views(u: UOp) -> UOp:
 
 
 def view_base(u: UOp) -> UOp:
-    """What a view looks at (a buffer, an assign): `u` without its movement ops."""
-    while u.op in GroupOp.View:
+    """What a view looks at (a buffer, an assign): `u` without its movement ops (and REPLICATED: a multi-device
+    tensor is a view of its tuple BUFFER)."""
+    while u.op in GroupOp.View or u.op is Ops.REPLICATED:
         u = u.src[0]
     return u
 

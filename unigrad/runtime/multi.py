@@ -69,6 +69,14 @@ def _plain(u: UOp, numel: int) -> bool:
     return u.op is Ops.BUFFER and u.shape == (numel,)
 
 
+def _part(u: UOp) -> UOp:
+    """A plain output as a part: its buffer (or the buffer after its kernel), without the views over it (a view
+    chain kept here would grow by one view per step of a training loop)."""
+    while u.op is Ops.RESHAPE:
+        u = u.src[0]
+    return u
+
+
 def schedule(fn: Callable[[list[UOp], str], list[UOp]], uops: list[UOp], device: str | tuple[str, ...]) -> list[UOp]:
     """Kernelize or realize (`fn`) roots of which some are on tuple devices; returns their UOps as `fn` does,
     a multi-device root as the global view of a new tuple BUFFER."""
@@ -102,7 +110,7 @@ def schedule(fn: Callable[[list[UOp], str], list[UOp]], uops: list[UOp], device:
             pos += 1
             continue
         u, devices = root
-        pieces = tuple(o.reshape_to((math.prod(o.shape),)) for o in outs[pos : pos + len(devices)])
+        pieces = tuple(_part(o) for o in outs[pos : pos + len(devices)])
         axis = u.axis if is_multi(u.device) else None
         result.append(global_view(new_multi_buffer(pieces, devices), u.shape, axis))
         pos += len(devices)
