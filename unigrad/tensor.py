@@ -133,6 +133,15 @@ _assign_owner: weakref.WeakValueDictionary[UOp, Tensor] = weakref.WeakValueDicti
 _assigns_done: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
 
 
+def _across_blocks(view: UOp) -> UOp | None:
+    """The first op of a view of a multi-device buffer that moves its shard boundary (a slice or flip across the
+    blocks), or None."""
+    for u in view.toposort(gate=lambda v: v.op in GroupOp.View):
+        if u.op in GroupOp.View and u.src[0].axis is not None and u.axis is None:
+            return u
+    return None
+
+
 def _is_assign(u: UOp) -> bool:
     return u.op is Ops.AFTER and len(u.src) == 2 and u.src[1].op is Ops.STORE
 
@@ -643,6 +652,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         if base.op not in (Ops.BUFFER, Ops.AFTER):  # no buffer yet: give it one
             if self.uop in x.uop.toposort():  # the new value reads the old one: materialize it first
                 target = self.contiguous().realize().uop
+            elif isinstance(self.device, tuple):  # every element is overwritten: new buffers, split as self is
+                target = rt_multi.empty(self.shape, self.dtype, self.device, self.uop.axis)
             else:  # every element is overwritten: the old (lazy) value need not be computed at all
                 target = Tensor.empty(*self.shape, dtype=self.dtype, device=self.device).uop
         elif expanded := [
@@ -653,6 +664,12 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             raise RuntimeError(
                 f"assign: the target is an expanded view {expanded[0].src[0].shape} -> {expanded[0].shape}: "
                 "several of its elements share one memory location; assign to the tensor before the expand"
+            )
+        elif isinstance(self.device, tuple) and (cut := _across_blocks(target)) is not None:
+            raise RuntimeError(
+                f"assign: the target is a {cut.op.name} view across the blocks of a tensor split on dim "
+                f"{cut.src[0].axis} over {self.device}: each device writes only its own block; assign to the whole "
+                "tensor (or to a view along other dims)"
             )
         store = UOp(Ops.STORE, (target, x.cast(self.dtype).uop))
         # each assign is its own event: the unique tag keeps hash-consing from returning an earlier assign with
@@ -1013,6 +1030,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         else:
             dt = dtypes.from_py(x) if type(x) is type(y) else dtypes.default_float
             xt, yt = Tensor(x, dtype=dt, device=self.device), Tensor(y, dtype=dt, device=self.device)
+        if xt.device != self.device:
+            raise RuntimeError(f"where: the condition is on {self.device}, the values on {xt.device}")
         shape = _broadcast_shape("where", cond.shape, xt.shape)
         return cond._broadcast_to(shape)._alu(Ops.WHERE, xt._broadcast_to(shape), yt._broadcast_to(shape))
 

@@ -187,6 +187,8 @@ def axis_of(u: UOp) -> int | None:
     a = u.src[0].axis
     if op in GroupOp.ALU:
         return next((s.axis for s in u.src if s.axis is not None), None)
+    if op is Ops.INDEX and len(u.src) == 2 and u.src[1].dtype is not dtypes.bool:  # tensor-level rows by index
+        return a - 1 + len(u.src[1].shape) if a else u.src[1].axis  # T split on a later dim; else as the index
     if a is None:
         return None
     if op is Ops.PERMUTE:

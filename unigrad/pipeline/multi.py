@@ -19,6 +19,8 @@ The rules, by op (n = len(D), a = the node's axis):
                        combines its partial with copies of the others'), and the result is replicated
   movement             per device with local shapes where the shard boundary survives (the axis rules in
                        ir/props.py); otherwise on a gathered, replicated copy
+  INDEX(table, idx)    rows of the table by index: per device on its block of the table's later dims (all the
+                       indices), or on a whole table (its own block of the indices)
   REPLICATED(x, axes)  x's dim a has n entries, one per device: each device's entry is now the whole tensor
   STORE, AFTER         assign per device (the value localized to the target's axis)
 """
@@ -205,6 +207,13 @@ class MultiLowering:
             return self.pieces(x, devices)
         if op in GroupOp.View or op is Ops.BITCAST:
             return self._movement(u, devices)
+        if op is Ops.INDEX and len(u.src) == 2:
+            table, idx = u.src
+            if table.axis:  # split on a later dim than the rows: every device looks up all the rows in its block
+                tables, idxs = self.pieces(table, devices), self.localize(idx, None, devices)
+            else:  # a whole table on every device (gathered when split on the rows): each looks up its indices
+                tables, idxs = self.localize(table, None, devices), self.localize(idx, idx.axis, devices)
+            return tuple(u.replace(src=(t, i)) for t, i in zip(tables, idxs))
         raise MultiError(f"{op.name} is not supported on multi-device tensors (on {devices})")
 
     def _load(self, u: UOp, devices: tuple[str, ...]) -> Pieces:

@@ -22,6 +22,7 @@ from unigrad.ir.args import AddrSpace, BufferArg, LoadArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.multi import MultiLowering, is_multi, local_shape
+from unigrad.pipeline.rangeify import view_base
 from unigrad.runtime import realize as rt
 
 parts: weakref.WeakKeyDictionary[UOp, tuple[UOp, ...]] = weakref.WeakKeyDictionary()
@@ -62,19 +63,29 @@ def empty(shape: tuple[int, ...], dtype: DType, devices: tuple[str, ...], axis: 
     return global_view(new_multi_buffer(pieces, devices), shape, axis)
 
 
+def _moves_ones_only(u: UOp) -> bool:
+    """A PERMUTE that keeps the order of the dims larger than 1 (row-major order unchanged)."""
+    big = [i for i in u.arg if u.src[0].shape[i] != 1]
+    return big == sorted(big)
+
+
+def _strip_views(u: UOp, through_after: bool) -> UOp:
+    """u without the views that keep row-major order (reshapes, permutes of size-1 dims)."""
+    while u.op is Ops.RESHAPE or (u.op is Ops.PERMUTE and _moves_ones_only(u)) or (through_after and u.op is Ops.AFTER):
+        u = u.src[0]
+    return u
+
+
 def _plain(u: UOp, numel: int) -> bool:
     """A view of a whole one-device buffer in row-major order (a part as it is)."""
-    while u.op in (Ops.RESHAPE, Ops.AFTER):
-        u = u.src[0]
-    return u.op is Ops.BUFFER and u.shape == (numel,)
+    base = _strip_views(u, through_after=True)
+    return base.op is Ops.BUFFER and base.shape == (numel,)
 
 
 def _part(u: UOp) -> UOp:
     """A plain output as a part: its buffer (or the buffer after its kernel), without the views over it (a view
     chain kept here would grow by one view per step of a training loop)."""
-    while u.op is Ops.RESHAPE:
-        u = u.src[0]
-    return u
+    return _strip_views(u, through_after=False)
 
 
 def schedule(fn: Callable[[list[UOp], str], list[UOp]], uops: list[UOp], device: str | tuple[str, ...]) -> list[UOp]:
@@ -91,6 +102,9 @@ def schedule(fn: Callable[[list[UOp], str], list[UOp]], uops: list[UOp], device:
         if devices is None:
             roots.append(None)
             flat.append(lowering.single(u))
+            continue
+        if view_base(u).op is Ops.BUFFER:  # a view of a tuple BUFFER: realized already, kept as it is
+            roots.append((u, ()))
             continue
         roots.append((u, devices))
         piece_at += range(len(flat), len(flat) + len(devices))
@@ -110,6 +124,9 @@ def schedule(fn: Callable[[list[UOp], str], list[UOp]], uops: list[UOp], device:
             pos += 1
             continue
         u, devices = root
+        if not devices:
+            result.append(u)
+            continue
         pieces = tuple(_part(o) for o in outs[pos : pos + len(devices)])
         axis = u.axis if is_multi(u.device) else None
         result.append(global_view(new_multi_buffer(pieces, devices), u.shape, axis))
