@@ -12,7 +12,6 @@ them as one schedule (`fn`), and give each multi-device root a new tuple BUFFER 
 
 from __future__ import annotations
 
-import itertools
 import math
 import weakref
 from collections.abc import Callable
@@ -26,7 +25,6 @@ from unigrad.pipeline.rangeify import view_base
 from unigrad.runtime import realize as rt
 
 parts: weakref.WeakKeyDictionary[UOp, tuple[UOp, ...]] = weakref.WeakKeyDictionary()
-_slots = itertools.count()
 used = False  # set by the first multi-device buffer or copy: graphs are walked for tuple devices from then on
 
 
@@ -39,7 +37,7 @@ def new_multi_buffer(pieces: tuple[UOp, ...], devices: tuple[str, ...]) -> UOp:
     """A BUFFER on `devices` whose parts are `pieces` (one flat (size,) UOp per device, equal sizes)."""
     size, dtype = pieces[0].shape[0], pieces[0].dtype
     shape = UOp.shape_src((len(devices) * size,))
-    buf = UOp(Ops.BUFFER, (shape,), BufferArg(next(_slots), dtype, devices, AddrSpace.GLOBAL))
+    buf = UOp(Ops.BUFFER, (shape,), BufferArg(next(rt._buffer_ids), dtype, devices, AddrSpace.GLOBAL))
     parts[buf] = pieces
     mark_used()
     return buf

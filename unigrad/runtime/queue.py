@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from unigrad.helpers import record
 from unigrad.ir.ops import Ops
@@ -134,12 +133,13 @@ class CommandQueue:
             raise errors[0]
 
 
-def run_steps(steps: Sequence[tuple[UOp, list[Buffer]]], run: RunStep) -> None:
-    """Run a schedule's steps: inline when they are all on one device, else through a CommandQueue."""
+def run_steps(steps: Sequence[tuple[UOp, list[Buffer]]], run: RunStep, inline: bool = False) -> None:
+    """Run a schedule's steps: in order on this thread when they are all on one device (or `inline`), else
+    through a CommandQueue."""
     if not steps:
         return
     first = steps[0][1][0].device
-    if all(bufs[0].device == first for _, bufs in steps):
+    if inline or all(bufs[0].device == first for _, bufs in steps):
         for ast, bufs in steps:
             run(ast, bufs)
         return
@@ -160,6 +160,3 @@ def describe(q: CommandQueue) -> dict[str, list[str]]:
                 names.append(f"WAIT {it.sync.device}")
         out[device] = names
     return out
-
-
-__all__: list[Any] = ["CommandQueue", "run_steps", "describe"]

@@ -448,11 +448,7 @@ def run_pending(uops: list[UOp], var_vals: dict[str, int]) -> list[UOp]:
 def _run_all(steps: list[tuple[UOp, list[Buffer]]], var_vals: dict[str, int]) -> None:
     """Run a schedule's steps in order; steps on several devices go through the command queue (runtime/queue.py),
     each device's on its own thread (in order, on this thread, while a TinyJit captures them)."""
-    if jit.capturing() is not None:
-        for ast, bufs in steps:
-            _run(ast, bufs, var_vals)
-        return
-    run_steps(steps, lambda ast, bufs: _run(ast, bufs, var_vals))
+    run_steps(steps, lambda ast, bufs: _run(ast, bufs, var_vals), inline=jit.capturing() is not None)
 
 
 def realize(uops: list[UOp], device: str) -> list[UOp]:
