@@ -21,6 +21,7 @@ import numpy as np
 
 from unigrad import config
 from unigrad.api.creation import CreationMixin
+from unigrad.api.inplace import InplaceMixin
 from unigrad.api.math import MathMixin
 from unigrad.api.movement import MovementMixin
 from unigrad.api.nn import NNMixin
@@ -205,7 +206,7 @@ def _const_uop(x: ConstType, dtype: DType, shape: Shape) -> UOp:
     return u
 
 
-class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, RandomMixin):
+class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, RandomMixin, InplaceMixin):
     """A lazy n-dimensional array on a device."""
 
     __slots__ = ("uop", "device", "_requires_grad", "grad", "__weakref__")
@@ -452,8 +453,10 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
 
     def contiguous_view(self) -> Tensor:
         """This tensor realized as a row-major buffer (a plain reshape of one; with symbolic sizes, a reshape of a
-        prefix of one)."""
-        self.realize()
+        prefix of one). A view of a filled buffer stays a view (as in torch: a later write through it reaches the
+        buffer); its values are copied out into a temporary."""
+        if view_base(self.uop).op is not Ops.BUFFER:  # something to compute: this tensor becomes its result
+            self.realize()
         u = self.uop
         while u.op is Ops.RESHAPE:
             u = u.src[0]
@@ -900,8 +903,18 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         x, y = self._broadcasted(other, name, reverse)
         return x._alu(op, y)
 
-    def add(self, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    def add(self, other: Tensor | ConstType, reverse: bool = False, *, alpha: ConstType = 1) -> Tensor:
+        """self + alpha * other (torch's alpha; tinygrad's reverse computes other + self)."""
+        if alpha.__class__ is not int or alpha != 1:
+            other = self._scaled("add", other, alpha)
         return self._binop(Ops.ADD, other, "add", reverse)
+
+    def _scaled(self, op: str, other: Tensor | ConstType, alpha: ConstType) -> Tensor | ConstType:
+        """alpha * other for add/sub's alpha: a float alpha with integral operands is refused, as in torch."""
+        other_float = other.dtype.is_float if isinstance(other, Tensor) else isinstance(other, float)
+        if isinstance(alpha, float) and not (self.dtype.is_float or other_float):
+            raise RuntimeError(f"{op}: for integral input tensors, argument alpha must not be a floating point number")
+        return other * alpha
 
     def mul(self, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
         return self._binop(Ops.MUL, other, "mul", reverse)
@@ -911,9 +924,12 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             raise RuntimeError("neg: negation of a bool tensor is not supported; use logical_not()")
         return self * (-1.0 if self.dtype.is_float else -1)  # a float scalar takes the binop's hot path
 
-    def sub(self, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
+    def sub(self, other: Tensor | ConstType, reverse: bool = False, *, alpha: ConstType = 1) -> Tensor:
+        """self - alpha * other (torch's alpha; tinygrad's reverse computes other - self)."""
         if self.dtype is dtypes.bool or (isinstance(other, Tensor) and other.dtype is dtypes.bool):
             raise RuntimeError("sub: subtraction with a bool tensor is not supported; use logical_xor()")
+        if alpha.__class__ is not int or alpha != 1:
+            other = self._scaled("sub", other, alpha)
         return self._binop(Ops.SUB, other, "sub", reverse)
 
     def _float(self) -> Tensor:

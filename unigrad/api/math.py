@@ -733,6 +733,62 @@ class MathMixin:
         """torch.true_divide: div without rounding (ints give the default float)."""
         return self.div(other)
 
+    def divide(self: Tensor, other: Tensor | ConstType, *, rounding_mode: str | None = None) -> Tensor:
+        """torch.divide: div."""
+        return self.div(other, rounding_mode=rounding_mode)
+
+    def multiply(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """torch.multiply: mul."""
+        return self.mul(other)
+
+    def subtract(self: Tensor, other: Tensor | ConstType, *, alpha: ConstType = 1) -> Tensor:
+        """torch.subtract: sub."""
+        return self.sub(other, alpha=alpha)
+
+    def greater(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """torch.greater: gt."""
+        return self.gt(other)
+
+    def greater_equal(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """torch.greater_equal: ge."""
+        return self.ge(other)
+
+    def less(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """torch.less: lt."""
+        return self.lt(other)
+
+    def less_equal(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """torch.less_equal: le."""
+        return self.le(other)
+
+    def not_equal(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """torch.not_equal: ne."""
+        return self.ne(other)
+
+    def fix(self: Tensor) -> Tensor:
+        """torch.fix: trunc."""
+        return self.trunc()
+
+    def arccosh(self: Tensor) -> Tensor:
+        """torch.arccosh: acosh."""
+        return self.acosh()
+
+    def arcsinh(self: Tensor) -> Tensor:
+        """torch.arcsinh: asinh."""
+        return self.asinh()
+
+    def arctanh(self: Tensor) -> Tensor:
+        """torch.arctanh: atanh."""
+        return self.atanh()
+
+    def bitwise_left_shift(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """torch.bitwise_left_shift: <<."""
+        return self.lshift(other)
+
+    def bitwise_right_shift(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """torch.bitwise_right_shift: >> (arithmetic for signed ints)."""
+        return self.rshift(other)
+
     def floor_divide(self: Tensor, other: Tensor | ConstType) -> Tensor:
         """torch.floor_divide: the quotient rounded down. Ints floor (an int division by zero is not checked: torch
         raises); floats follow torch's div_floor: q = (x - fmod(x, y)) / y stepped down where the remainder's sign
