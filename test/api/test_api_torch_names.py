@@ -934,3 +934,142 @@ def test_unique_consecutive():
     check(Tensor(r).unique_consecutive(True, True), torch.tensor(r).unique_consecutive(True, True))
     with pytest.raises(NotImplementedError, match="unique_consecutive: only dim=None"):
         Tensor([1, 2]).unique_consecutive(dim=0)
+
+
+# ------------------------------------------------------------ special functions, nan-aware min/max, gcd/lcm, frexp
+
+
+def _special_inputs(name: str, dtype=np.float32) -> np.ndarray:
+    edges = {
+        "erfinv": [0.0, 0.5, -0.999999, 0.9999999, 1.0, -1.0, 1.5, NAN, 1e-30],
+        "lgamma": [0.0, -1.0, -2.0, 1.0, 2.0, 0.5, 1e-8, -1e-8, 1e10, INF, -INF, NAN, -2.5, 171.5],
+        "digamma": [0.0, -1.0, -2.0, 1.0, 2.0, 0.5, 1e-3, -2.5, 1e6, NAN],
+        "i0": [0.0, 15.0, 15.01, -14.99, 40.0, NAN],
+    }[name]
+    lo, hi = {"erfinv": (-1, 1), "lgamma": (-10, 30), "digamma": (-10, 30), "i0": (-30, 30)}[name]
+    return np.concatenate([rng.uniform(lo, hi, 301), edges]).astype(dtype)
+
+
+@pytest.mark.parametrize("name", ["erfinv", "lgamma", "digamma", "i0"])
+def test_special_functions(name):
+    x = _special_inputs(name)
+    check(getattr(Tensor(x), name)(), getattr(torch.tensor(x), name)(), atol=1e-5, rtol=2e-5)
+    xs = x[:7].reshape(1, 7)[:, ::2]  # odd size, strided
+    check(getattr(Tensor(x[:7].reshape(1, 7))[:, ::2], name)(), getattr(torch.tensor(xs), name)(), atol=1e-5, rtol=2e-5)
+    check(getattr(Tensor(x[:0]), name)(), getattr(torch.tensor(x[:0]), name)())
+    if name != "i0":  # ints give the default float
+        i = np.arange(1, 6, dtype=np.int32)
+        check(getattr(Tensor(i), name)(), getattr(torch.tensor(i), name)(), atol=1e-5, rtol=2e-5)
+
+
+def test_erfinv_inverts_erf_in_float64():
+    x = rng.uniform(-0.99, 0.99, 101)
+    check(Tensor(x).erfinv(), torch.tensor(x).erfinv(), atol=1e-7, rtol=1e-6)
+    check(Tensor(x).erfinv().erf(), torch.tensor(x), atol=1e-6)
+
+
+def test_i0_at_infinity_is_infinite():
+    assert Tensor([INF, -INF]).i0().numpy().tolist() == [INF, INF]  # torch gives nan: the limit is +inf
+
+
+@pytest.mark.parametrize("name", ["fmax", "fmin"])
+def test_fmax_fmin(name):
+    a = np.float32([1, NAN, NAN, -2, 0.0, -0.0])
+    b = np.float32([NAN, 3, NAN, 5, -0.0, 0.0])
+    check(getattr(Tensor(a), name)(Tensor(b)), getattr(torch.tensor(a), name)(torch.tensor(b)))
+    i, j = np.arange(6, dtype=np.int32), np.int32([5, 4, 3, 2, 1, 0])
+    check(getattr(Tensor(i), name)(Tensor(j)), getattr(torch.tensor(i), name)(torch.tensor(j)))
+    check_grad(lambda x, y: getattr(x, name)(y), lambda x, y: getattr(x, name)(y), randn(3, 4), randn(4))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
+def test_gcd_lcm(dtype):
+    info = np.iinfo(dtype)
+    hi = min(info.max, 10**6)
+    a = rng.integers(-hi, hi, 200).astype(dtype)
+    b = rng.integers(-hi, hi, 200).astype(dtype)
+    a[:3], b[1:4] = 0, 0
+    check(Tensor(a).gcd(Tensor(b)), torch.tensor(a).gcd(torch.tensor(b)))
+    m = 12 if dtype is np.int8 else 100
+    small = (a % m).astype(dtype), (b % m).astype(dtype)  # lcm stays in range
+    check(Tensor(small[0]).lcm(Tensor(small[1])), torch.tensor(small[0]).lcm(torch.tensor(small[1])))
+    with pytest.raises(RuntimeError, match="gcd: expected integer tensors, got float32"):
+        Tensor([1.0]).gcd(Tensor([2.0]))
+
+
+def test_gcd_fibonacci_worst_case():
+    f = [1, 1]
+    while f[-1] < 2**62:
+        f.append(f[-1] + f[-2])
+    a, b = np.int64(f[-1]), np.int64(f[-2])  # consecutive Fibonacci numbers: Euclid's longest run
+    assert Tensor([a]).gcd(Tensor([b])).item() == 1
+
+
+def test_logaddexp2_ldexp_frexp():
+    a, b = randn(5, 4) * 10, randn(4) * 10
+    check(Tensor(a).logaddexp2(Tensor(b)), torch.tensor(a).logaddexp2(torch.tensor(b)))
+    e = rng.integers(-5, 5, (5, 4))
+    check(Tensor(a).ldexp(Tensor(e)), torch.tensor(a).ldexp(torch.tensor(e)))
+    for dt in (np.float32, np.float64, np.float16):
+        f = np.concatenate([rng.standard_normal(50) * 1e3, [0.0, -0.0, INF, -INF, NAN, 1e-40, -3e-42, 0.5, 1.0]])
+        f = f.astype(dt)
+        um, ue = Tensor(f).frexp()
+        tm, te = torch.tensor(f).frexp()
+        check(um, tm, atol=0, rtol=0)
+        check(ue, te, atol=0, rtol=0)
+    with pytest.raises(RuntimeError, match="frexp: only supports floating-point dtypes"):
+        Tensor([1]).frexp()
+
+
+# ------------------------------------------------------------ small views and metadata
+
+
+def test_select_narrow_copy_flips_split_with_sizes():
+    x = randn(3, 5, 4)
+    u, t = Tensor(x), torch.tensor(x)
+    check(u.select(1, -2), t.select(1, -2))
+    check(u.select(0, 0), t.select(0, 0))
+    check(u.narrow_copy(2, 1, 2), t.narrow_copy(2, 1, 2))
+    check(u.fliplr(), t.fliplr())
+    check(u.flipud(), t.flipud())
+    check(u.split_with_sizes([1, 0, 4], 1), t.split_with_sizes([1, 0, 4], 1))
+    check(u.mT, t.mT)
+    check(u[0].H, t[0].H)
+    check(u.adjoint(), t.adjoint())
+    check(u.conj().resolve_conj().resolve_neg(), t.conj().resolve_conj().resolve_neg())
+    with pytest.raises(IndexError, match="select: index 5 out of range for dim 1 of size 5"):
+        u.select(1, 5)
+    with pytest.raises(RuntimeError, match="split_with_sizes: expects split_sizes \\[1, 2\\] to be non-negative"):
+        u.split_with_sizes([1, 2], 1)
+    with pytest.raises(RuntimeError, match="fliplr: input must be >= 2-d"):
+        Tensor([1.0]).fliplr()
+    with pytest.raises(RuntimeError, match="H: tensor.H is only supported on matrices"):
+        u.H  # noqa: B018
+
+
+@pytest.mark.parametrize("size", [(5, 1), (1, 4), (1, 1), (3, 5, 4), (4,), (5, 4)])
+def test_sum_to_size(size):
+    x = randn(3, 5, 4)
+    check(Tensor(x).sum_to_size(*size), torch.tensor(x).sum_to_size(*size))
+    check_grad(lambda a: a.sum_to_size(size), lambda a: a.sum_to_size(size), x)
+
+
+def test_sum_to_size_refuses_a_size_that_does_not_expand():
+    with pytest.raises(RuntimeError, match="sum_to_size: size \\(3,\\) is not expandable to size \\(3, 5, 4\\)"):
+        Tensor(randn(3, 5, 4)).sum_to_size(3)
+
+
+def test_metadata_names():
+    x = Tensor(randn(2, 3))
+    t = torch.tensor(x.numpy())
+    assert (x.ndimension(), x.nelement(), x.itemsize) == (t.ndimension(), t.nelement(), t.itemsize)
+    assert x.is_signed() and not Tensor([1], dtype=dtypes.uint8).is_signed() and not Tensor([True]).is_signed()
+    assert not x.is_complex() and not x.is_conj() and not x.is_neg()
+    assert x.is_same_size(Tensor.zeros(2, 3)) and not x.is_same_size(Tensor.zeros(3, 2))
+    assert x.cpu().device == x.device
+    assert x.byte().dtype is dtypes.uint8 and x.char().dtype is dtypes.int8
+    assert x.equal(Tensor(x.numpy())) and not x.equal(x + 1) and not x.equal(Tensor.zeros(3))
+    assert not Tensor([NAN]).equal(Tensor([NAN]))
+    assert Tensor([2.0]).is_nonzero() and not Tensor([[0]]).is_nonzero()
+    with pytest.raises(RuntimeError, match="is_nonzero: boolean value of Tensor with 2 elements is ambiguous"):
+        Tensor([1, 2]).is_nonzero()

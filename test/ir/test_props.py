@@ -231,6 +231,21 @@ def test_addrspace():
 # ---------------------------------------------------------------- min_max
 
 
+def test_min_max_of_a_possible_nan_is_unbounded():
+    # nan is unordered: min/max over it depend on argument order, and a comparison folded from such bounds was a
+    # wrong constant (erfinv(x) < 0 folded to False through a where with a nan branch)
+    nan = c(math.nan, dtypes.float32)
+    assert nan.min_max == (-math.inf, math.inf)
+    x = buf(3)
+    pos = UOp(Ops.MAX, (x, c(0.5, dtypes.float32)))
+    w = UOp(Ops.WHERE, (UOp(Ops.CMPLT, (x, c(0.0, dtypes.float32))), nan, pos))
+    assert w.min_max == (-math.inf, math.inf)
+    assert UOp(Ops.CMPLT, (UOp(Ops.NEG, (w,)), c(0.0, dtypes.float32))).min_max == (False, True)
+    inf, ninf = c(math.inf, dtypes.float32), c(-math.inf, dtypes.float32)
+    assert UOp(Ops.ADD, (inf, ninf)).min_max == (-math.inf, math.inf)  # inf + -inf is nan
+    assert UOp(Ops.SUB, (inf, inf)).min_max == (-math.inf, math.inf)
+
+
 def test_min_max_leaves():
     assert c(7).min_max == (7, 7)
     assert c(-2.5, dtypes.float32).min_max == (-2.5, -2.5)

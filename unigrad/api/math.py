@@ -53,6 +53,21 @@ ERFC_P = (
 )
 # erf(x) = 2/sqrt(pi) * x * sum_n (-1)^n x^(2n) / (n! (2n+1)), |x| < 0.5: terms up to n = 6 (next < 1e-9 rel.)
 ERF_TAYLOR = tuple((-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(6, -1, -1))
+# erfinv's starting point (M. Giles, "Approximating the erfinv function", single precision): x * P(w - 2.5) for
+# w = -log(1 - x^2) < 5, x * Q(sqrt(w) - 3) beyond
+ERFINV_CENTRE = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                 -0.00417768164, 0.246640727, 1.50140941)  # fmt: skip
+ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+               0.00943887047, 1.00167406, 2.83297682)  # fmt: skip
+# Lanczos coefficients for g = 7, n = 9: Gamma(z + 1) = sqrt(2 pi) t^(z + 1/2) e^-t (c0 + sum c_i / (z + i)), t = z + 7.5
+LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
+           12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7)  # fmt: skip
+# digamma(z) ~ log z - 1/(2z) - u P(u), u = 1/z^2: the Bernoulli-number series 1/12 - u/120 + u^2/252 - ...
+DIGAMMA_ASYMPTOTIC = (1 / 132, -1 / 240, 1 / 252, -1 / 120, 1 / 12)
+# i0(x) ~ e^x / sqrt(2 pi x) * (1 + sum_k c_k / x^k), c_k = prod_{j<=k} (2j - 1)^2 / (8j); highest first
+I0_ASYMPTOTIC = tuple(math.prod((2 * j - 1) ** 2 / (8 * j) for j in range(1, k + 1)) for k in range(8, 0, -1))
+# Euclid's algorithm needs at most n steps for inputs below Fibonacci(n + 1) (Lame): per itemsize
+_EUCLID_STEPS = {1: 12, 2: 25, 4: 47, 8: 93}
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 HUGE = 2.0**28  # above this, x*x overflows float32 soon and asinh/acosh(x) = log(2x) to float32 precision
@@ -959,6 +974,132 @@ class MathMixin:
         quot = tensor1 / tensor2
         x, q = self._broadcasted(quot, "addcdiv")
         return x + q * value
+
+    def fmax(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """torch.fmax: maximum, except that a nan loses to a number (nan only where both are nan)."""
+        x, y = self._broadcasted(other, "fmax")
+        if not x.dtype.is_float:
+            return x.maximum(y)
+        return x.isnan().where(y, y.isnan().where(x, x.maximum(y)))
+
+    def fmin(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """torch.fmin: minimum, except that a nan loses to a number (nan only where both are nan)."""
+        x, y = self._broadcasted(other, "fmin")
+        if not x.dtype.is_float:
+            return x.minimum(y)
+        return x.isnan().where(y, y.isnan().where(x, x.minimum(y)))
+
+    def logaddexp2(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """log2(2**x + 2**y), through logaddexp in base e."""
+        x, y = self._broadcasted(other, "logaddexp2")
+        _float_only(x, "logaddexp2")
+        return (x * math.log(2)).logaddexp(y * math.log(2)) * (1 / math.log(2))
+
+    def ldexp(self: Tensor, other: Tensor) -> Tensor:
+        """torch.ldexp: self * 2**other (a float result)."""
+        x, dt = _compute(self._broadcasted(other, "ldexp")[0])
+        return (x * (2.0 ** other.cast(x.dtype))).cast(dt)
+
+    def frexp(self: Tensor) -> tuple[Tensor, Tensor]:
+        """torch.frexp: (mantissa, exponent) with self = mantissa * 2**exponent, |mantissa| in [0.5, 1) (0 for 0;
+        inf and nan keep themselves with exponent 0), read from the float's bits (subnormals scaled up first)."""
+        if not self.dtype.is_float:
+            raise RuntimeError(f"frexp: only supports floating-point dtypes, got {self.dtype.name}")
+        x = self if self.dtype.itemsize >= 4 else self.cast(dtypes.float32)
+        bits, mbits, ebias = (
+            (dtypes.int64, 52, 1022) if x.dtype is dtypes.float64 else (dtypes.int32, 23, 126)
+        )  # a normal float's bits: biased exponent, then mantissa
+        tiny = x.abs() < 2.0 ** -(ebias - 1)  # subnormal: scaled by 2**mbits+1 to make it normal
+        scaled = tiny.where(x * 2.0 ** (mbits + 1), x)
+        raw = scaled.bitcast(bits)
+        exp = (raw >> mbits) & ((1 << (x.dtype.itemsize * 8 - 1 - mbits)) - 1)
+        mant_bits = (raw & ~(((1 << (x.dtype.itemsize * 8 - 1 - mbits)) - 1) << mbits)) | (ebias << mbits)
+        mant = mant_bits.bitcast(x.dtype)
+        e = (exp - ebias - tiny.where(mbits + 1, 0)).cast(dtypes.int32)
+        special = x.eq(0) | x.isinf() | x.isnan()
+        return special.where(x, mant).cast(self.dtype), special.where(0, e)
+
+    # ---------------------------------------------------------------- torch names: special functions
+    def erfinv(self: Tensor) -> Tensor:
+        """The inverse of erf on (-1, 1) (+-inf at +-1, nan outside): a polynomial start in w = -log(1 - x^2), one
+        piece for the centre and one for the tails, then a Newton step on erf(y) = |x|."""
+        x, dt = _compute(self)
+        a = x.abs()
+        w = -((1 - a) * (1 + a)).log()
+        centre = _poly(w - 2.5, ERFINV_CENTRE)
+        tail = _poly(w.maximum(5).sqrt() - 3, ERFINV_TAIL)
+        y = (w < 5).where(centre, tail) * a
+        # Newton on erf(y) = a written as erfc(y) = 1 - a (exact for a near 1): erfc's relative accuracy holds there
+        y = y - ((1 - a) - _erfc(y)) / ((-(y * y)).exp() * (2 / math.sqrt(math.pi)))
+        out = (a > 1).where(math.nan, a.eq(1).where(math.inf, y))
+        return _negative(x).where(-out, out).cast(dt)
+
+    def lgamma(self: Tensor) -> Tensor:
+        """log|Gamma(x)|: Lanczos (g = 7) for x >= 1/2, reflection log(pi / |sin(pi x)|) - lgamma(1 - x) below;
+        +inf at the poles (0, -1, -2, ...)."""
+        x, dt = _compute(self)
+        x64 = x.cast(dtypes.float64)  # the Lanczos sum cancels: float64 keeps float32 results exact to rounding
+        refl = x64 < 0.5
+        z = refl.where(1 - x64, x64) - 1
+        series = LANCZOS[0] + sum(c / (z + i) for i, c in enumerate(LANCZOS[1:], start=1))
+        t = z + 7.5
+        lanczos = 0.5 * math.log(2 * math.pi) + (z + 0.5) * t.log() - t + series.log()
+        sin_pi = (x64 - x64.floor()).mul(math.pi).sin().abs()  # |sin(pi x)|, exact at integers
+        out = refl.where(math.log(math.pi) - sin_pi.log() - lanczos, lanczos)
+        pole = (x64 <= 0) & x64.eq(x64.floor())
+        return pole.where(math.inf, x64.isinf().where(math.inf, out)).cast(dt)
+
+    def digamma(self: Tensor) -> Tensor:
+        """psi(x) = d/dx log Gamma(x): shifted up by psi(x) = psi(x + 1) - 1/x to x >= 6, then the asymptotic
+        series; reflection psi(x) = psi(1 - x) - pi / tan(pi x) below 0. -inf at 0 (torch), nan at -1, -2, ..."""
+        x, dt = _compute(self)
+        x64 = x.cast(dtypes.float64)
+        refl = x64 < 0
+        z = refl.where(1 - x64, x64)
+        acc = z.zeros_like()
+        for _ in range(6):
+            small = z < 6
+            acc = small.where(acc - 1 / z, acc)
+            z = small.where(z + 1, z)
+        inv2 = 1 / (z * z)
+        series = z.log() - 0.5 / z - inv2 * _poly(inv2, DIGAMMA_ASYMPTOTIC)
+        out = acc + series
+        frac = x64 - x64.floor()
+        out = refl.where(out - math.pi / (frac * math.pi).tan(), out)
+        out = x64.eq(0).where(-math.inf, ((x64 < 0) & frac.eq(0)).where(math.nan, out))
+        return out.cast(dt)
+
+    def i0(self: Tensor) -> Tensor:
+        """The modified Bessel function of the first kind, order 0: its power series sum((x/2)^2k / (k!)^2) for
+        |x| <= 15, the asymptotic series e^|x| / sqrt(2 pi |x|) * (1 + 1/(8|x|) + 9/(128 x^2) + ...) above."""
+        x, dt = _compute(self)
+        a = x.abs().cast(dtypes.float64)
+        q = (a * 0.5) ** 2
+        term, power = a.ones_like(), a.ones_like()
+        for k in range(1, 60):
+            term = term * q / (k * k)
+            power = power + term
+        inv = 1 / a.maximum(1)
+        asym = (a.minimum(700)).exp() / (a.maximum(1) * 2 * math.pi).sqrt() * (1 + _poly(inv, I0_ASYMPTOTIC) * inv)
+        return (a <= 15).where(power, a.isinf().where(math.inf, asym)).cast(dt)
+
+    def gcd(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """The greatest common divisor of integer tensors (non-negative; gcd(0, 0) = 0): Euclid's steps, as many as
+        the dtype's largest inputs can need (the Fibonacci bound), all in one kernel."""
+        x, y = self._broadcasted(other, "gcd")
+        if not x.dtype.is_int or x.dtype is dtypes.bool:
+            raise RuntimeError(f"gcd: expected integer tensors, got {x.dtype.name}")
+        a, b = x.abs(), y.abs()
+        for _ in range(_EUCLID_STEPS[x.dtype.itemsize]):
+            nz = b.ne(0)
+            a, b = nz.where(b, a), nz.where(a % nz.where(b, 1), 0)
+        return a
+
+    def lcm(self: Tensor, other: Tensor | ConstType) -> Tensor:
+        """The least common multiple of integer tensors: |x / gcd(x, y) * y| (0 when either is 0)."""
+        x, y = self._broadcasted(other, "lcm")
+        g = x.gcd(y)
+        return g.eq(0).where(0, (x // g.eq(0).where(1, g) * y).abs())
 
 
 def _asin_poly(s: Tensor) -> Tensor:

@@ -1250,6 +1250,144 @@ class MovementMixin:
         """self cast to other's dtype."""
         return self.cast(other.dtype)
 
+    # ------------------------------------------------------------ torch names: small views and metadata
+    def select(self: Tensor, dim: int, index: int) -> Tensor:
+        """torch.select: the slice at `index` along dim, that dim removed (negative counts from the end)."""
+        d = _dim("select", dim, self.ndim)
+        n = self.shape[d]
+        if not -n <= index < n:
+            raise IndexError(f"select: index {index} out of range for dim {d} of size {n}")
+        i = index + n if index < 0 else index
+        return self.shrink(tuple((i, i + 1) if k == d else None for k in range(self.ndim))).squeeze(d)
+
+    def narrow_copy(self: Tensor, dim: int, start: int, length: int) -> Tensor:
+        """torch.narrow_copy: narrow, as a new tensor."""
+        return self.narrow(dim, start, length).contiguous()
+
+    def fliplr(self: Tensor) -> Tensor:
+        """torch.fliplr: flip dim 1 (needs 2 or more dims)."""
+        if self.ndim < 2:
+            raise RuntimeError(f"fliplr: input must be >= 2-d, got shape {self.shape}")
+        return self.flip(1)
+
+    def flipud(self: Tensor) -> Tensor:
+        """torch.flipud: flip dim 0 (needs 1 or more dims)."""
+        if self.ndim < 1:
+            raise RuntimeError("flipud: input must be >= 1-d, got a 0-d tensor")
+        return self.flip(0)
+
+    def split_with_sizes(self: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+        """torch.split_with_sizes: split into pieces of these sizes (summing to the dim's size)."""
+        d = _dim("split_with_sizes", dim, self.ndim)
+        if sum(split_sizes) != self.shape[d] or any(s < 0 for s in split_sizes):
+            raise RuntimeError(
+                f"split_with_sizes: expects split_sizes {list(split_sizes)} to be non-negative and sum exactly to "
+                f"{self.shape[d]} (input tensor's size at dimension {d})"
+            )
+        return self.split(list(split_sizes), d)
+
+    def sum_to_size(self: Tensor, *size: Any) -> Tensor:
+        """torch.sum_to_size: summed over the dims that `size` broadcasts to self's shape (kept as size 1)."""
+        shape = _ints(size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size)
+        lead = self.ndim - len(shape)
+        if lead < 0 or any(s not in (1, n) for s, n in zip(shape, self.shape[lead:])):
+            raise RuntimeError(f"sum_to_size: size {shape} is not expandable to size {self.shape}")
+        axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and self.shape[lead + i] != 1)
+        out = self.sum(axes, keepdim=True) if axes else self
+        return out.reshape(shape)
+
+    @property
+    def mT(self: Tensor) -> Tensor:
+        """The last two dims swapped (a batch of matrices transposed)."""
+        if self.ndim < 2:
+            raise RuntimeError(f"mT: tensor.mT is only supported on matrices or batches of matrices, got {self.ndim}-D")
+        return self.transpose(-2, -1)
+
+    @property
+    def mH(self: Tensor) -> Tensor:
+        """mT (real tensors: the conjugate is the tensor itself)."""
+        return self.mT
+
+    @property
+    def H(self: Tensor) -> Tensor:
+        """The transpose of a matrix (2-D; real tensors: no conjugation)."""
+        if self.ndim != 2:
+            raise RuntimeError(f"H: tensor.H is only supported on matrices (2-D tensors), got {self.ndim}-D")
+        return self.transpose(0, 1)
+
+    def adjoint(self: Tensor) -> Tensor:
+        """torch.adjoint: mH."""
+        return self.mH
+
+    def conj(self: Tensor) -> Tensor:
+        """The complex conjugate: a real tensor itself (unigrad has no complex dtypes)."""
+        return self
+
+    def conj_physical(self: Tensor) -> Tensor:
+        """conj (a real tensor itself)."""
+        return self
+
+    def resolve_conj(self: Tensor) -> Tensor:
+        """A real tensor carries no lazy conjugation: itself."""
+        return self
+
+    def resolve_neg(self: Tensor) -> Tensor:
+        """unigrad carries no lazy negation bit: itself."""
+        return self
+
+    def is_conj(self: Tensor) -> bool:
+        return False
+
+    def is_neg(self: Tensor) -> bool:
+        return False
+
+    def is_complex(self: Tensor) -> bool:
+        return False
+
+    def is_signed(self: Tensor) -> bool:
+        """Whether the dtype holds negative values (floats and signed ints)."""
+        return self.dtype.is_float or (
+            self.dtype.is_int and not self.dtype.is_unsigned and self.dtype is not dtypes.bool
+        )
+
+    def is_same_size(self: Tensor, other: Tensor) -> bool:
+        return self.shape == other.shape
+
+    def is_nonzero(self: Tensor) -> bool:
+        """The truth of a one-element tensor (torch.is_nonzero); more or fewer elements raise."""
+        if self.numel() != 1:
+            raise RuntimeError(f"is_nonzero: boolean value of Tensor with {self.numel()} elements is ambiguous")
+        return bool(self.item())
+
+    def ndimension(self: Tensor) -> int:
+        """The number of dims (torch's old name of dim())."""
+        return self.ndim
+
+    def nelement(self: Tensor) -> int:
+        """The number of elements (numel)."""
+        return self.numel()
+
+    @property
+    def itemsize(self: Tensor) -> int:
+        """Bytes per element."""
+        return self.dtype.itemsize
+
+    def cpu(self: Tensor) -> Tensor:
+        """This tensor on the CPU device (itself when it is there)."""
+        return self.to("CPU")
+
+    def byte(self: Tensor) -> Tensor:
+        return self.cast(dtypes.uint8)
+
+    def char(self: Tensor) -> Tensor:
+        return self.cast(dtypes.int8)
+
+    def equal(self: Tensor, other: Tensor) -> bool:
+        """torch.equal: the same shape and the same values (nan is not equal to nan)."""
+        if self.shape != other.shape:
+            return False
+        return bool(self.eq(other).all().item()) if self.numel() else True
+
     def ravel(self: Tensor) -> Tensor:
         """The flattened tensor (1-D)."""
         return self.reshape(-1)

@@ -252,10 +252,26 @@ def _mul_range(a: tuple, b: tuple) -> tuple:
     return min(vals), max(vals)
 
 
+def _ordered(lo: ConstType, hi: ConstType) -> tuple[ConstType, ConstType]:
+    """Bounds that may be nan (a nan constant, inf - inf) say nothing: nan is unordered, and min/max of it depend
+    on argument order, so comparisons would fold to wrong constants."""
+    return (-math.inf, math.inf) if lo != lo or hi != hi else (lo, hi)
+
+
+def _mm_const(u: UOp) -> tuple[ConstType, ConstType]:
+    v = u.arg.value
+    return _ordered(v, v)
+
+
 def _mm_add(u: UOp) -> tuple[ConstType, ConstType]:
     (a, A), (b, B) = u.src[0].min_max, u.src[1].min_max
     dt = u.dtype
-    return (a + b, A + B) if dt is _INDEX else _fits(dt, a + b, A + B)
+    return (a + b, A + B) if dt is _INDEX else _fits(dt, *_ordered(a + b, A + B))
+
+
+def _mm_sub(u: UOp) -> tuple[ConstType, ConstType]:
+    (a, A), (b, B) = u.src[0].min_max, u.src[1].min_max
+    return _fits(u.dtype, *_ordered(a - B, A - b))
 
 
 def _mm_cmplt(u: UOp) -> tuple[ConstType, ConstType]:
@@ -353,7 +369,7 @@ def dtype_mm(u: UOp) -> tuple[ConstType, ConstType]:
 MIN_MAX_RULES: dict[Ops, Callable[[UOp], tuple[ConstType, ConstType]]] = {
     **{op: _src0_mm for op in GroupOp.Movement - {Ops.BITCAST, Ops.STACK, Ops.INDEX, Ops.PAD}},
     **{op: _src0_mm for op in GroupOp.Marker | {Ops.INDEX, Ops.AFTER, Ops.LOAD}},
-    Ops.CONST: lambda u: (u.arg.value, u.arg.value),
+    Ops.CONST: _mm_const,
     Ops.PARAM: _param_mm,
     Ops.RANGE: _range_mm,
     Ops.SPECIAL: _range_mm,
@@ -364,7 +380,7 @@ MIN_MAX_RULES: dict[Ops, Callable[[UOp], tuple[ConstType, ConstType]]] = {
     Ops.NEG: lambda u: _fits(u.dtype, -u.src[0].vmax, -u.src[0].vmin),
     Ops.NOT: lambda u: (not u.src[0].vmax, not u.src[0].vmin),
     Ops.ADD: _mm_add,
-    Ops.SUB: lambda u: _fits(u.dtype, u.src[0].vmin - u.src[1].vmax, u.src[0].vmax - u.src[1].vmin),
+    Ops.SUB: _mm_sub,
     Ops.MUL: lambda u: _fits(u.dtype, *_mul_range(u.src[0].min_max, u.src[1].min_max)),
     Ops.MAX: lambda u: (max(u.src[0].vmin, u.src[1].vmin), max(u.src[0].vmax, u.src[1].vmax)),
     Ops.CMPLT: _mm_cmplt,
