@@ -3,6 +3,7 @@ several steps; LAMB against a numpy transcription of its update; learning-rate s
 schedulers; a step is one realize whose kernels neither grow nor recompile from step to step."""
 
 import contextlib
+import importlib
 import math
 
 import numpy as np
@@ -10,12 +11,12 @@ import pytest
 import torch
 
 from unigrad import Tensor, nn
-from unigrad import tensor as tensor_module
 from unigrad.nn import optim
 from unigrad.nn.state import get_parameters, get_state_dict
 from unigrad.runtime import realize as rt
 
 ATOL, RTOL = 1e-5, 1e-4
+tensor_module = importlib.import_module("unigrad.tensor")  # the module (unigrad.tensor is torch.tensor's twin)
 STEPS = 6
 
 
@@ -396,3 +397,151 @@ def test_lr_schedule_matches_torch(case):
         topt.step()
         tsched.step()
         sched.step()
+
+
+# ---------------------------------------------------------------- torch's parameter groups, checkpoints, clipping
+
+
+def _train(opt, topt, ours, theirs, steps, first=0, clip=None):
+    from unigrad.nn import utils as nn_utils
+
+    for step in range(first, first + steps):
+        x, y = batch(step)
+        opt.zero_grad()
+        loss = loss_of(ours, x, y)
+        loss.backward()
+        loss.realize()
+        topt.zero_grad()
+        loss_of(theirs, x, y).backward()
+        if clip is not None:
+            norm = nn_utils.clip_grad_norm_(opt.params, clip)
+            tnorm = torch.nn.utils.clip_grad_norm_(theirs.parameters(), clip)
+            np.testing.assert_allclose(norm.numpy(), tnorm.numpy(), rtol=1e-5)
+        topt.step()
+        opt.step()
+        assert_same_state(ours, theirs, f"after step {step + 1}")
+
+
+GROUPED = {
+    "sgd": (
+        lambda m, **kw: optim.SGD(
+            [{"params": [m.l1.weight, m.l1.bias], "lr": 0.05, "momentum": 0.5}, {"params": [m.l2.weight, m.l2.bias]}],
+            lr=0.1, momentum=0.9, **kw,
+        ),
+        lambda m, **kw: torch.optim.SGD(
+            [{"params": list(m.l1.parameters()), "lr": 0.05, "momentum": 0.5}, {"params": list(m.l2.parameters())}],
+            lr=0.1, momentum=0.9, **kw,
+        ),
+    ),
+    "adam": (
+        lambda m, **kw: optim.Adam(
+            [{"params": [m.l1.weight, m.l1.bias], "betas": (0.8, 0.99)}, {"params": [m.l2.weight, m.l2.bias], "lr": 0.05,
+              "weight_decay": 0.1}], lr=0.01, **kw,
+        ),
+        lambda m, **kw: torch.optim.Adam(
+            [{"params": list(m.l1.parameters()), "betas": (0.8, 0.99)}, {"params": list(m.l2.parameters()), "lr": 0.05,
+              "weight_decay": 0.1}], lr=0.01, **kw,
+        ),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", GROUPED)
+def test_param_groups_match_torch(case):
+    make, make_torch = GROUPED[case]
+    ours, theirs = twin_models()
+    opt, topt = make(ours), make_torch(theirs)
+    assert [len(g["params"]) for g in opt.param_groups] == [2, 2]
+    assert opt.param_groups[1]["lr"] == topt.param_groups[1]["lr"]
+    _train(opt, topt, ours, theirs, 3)
+    for g, tg in zip(opt.param_groups, topt.param_groups):  # a rate changed through the group dict, mid-training
+        g["lr"] = tg["lr"] = tg["lr"] * 0.5
+    _train(opt, topt, ours, theirs, 3, first=3)
+
+
+def test_add_param_group_and_errors():
+    ours, theirs = twin_models()
+    opt = optim.SGD([ours.l1.weight, ours.l1.bias], lr=0.1)
+    topt = torch.optim.SGD(list(theirs.l1.parameters()), lr=0.1)
+    opt.add_param_group({"params": [ours.l2.weight, ours.l2.bias], "lr": 0.3})
+    topt.add_param_group({"params": list(theirs.l2.parameters()), "lr": 0.3})
+    _train(opt, topt, ours, theirs, 2)
+    with pytest.raises(ValueError, match="some parameters appear in more than one parameter group"):
+        opt.add_param_group({"params": [ours.l1.weight]})
+    with pytest.raises(ValueError, match="a parameter group needs a 'params' entry"):
+        opt.add_param_group({"lr": 0.1})
+    with pytest.raises(ValueError, match="invalid beta parameters"):
+        optim.Adam([Tensor([1.0])], betas=(1.5, 0.9))
+
+
+@pytest.mark.parametrize("case", ["sgd", "adam"])
+def test_state_dict_round_trip_resumes_training(case):
+    make, make_torch = GROUPED[case]
+    ours, theirs = twin_models()
+    opt, topt = make(ours), make_torch(theirs)
+    _train(opt, topt, ours, theirs, 3)
+    sd, tsd = opt.state_dict(), topt.state_dict()
+    assert sd["param_groups"][1]["params"] == tsd["param_groups"][1]["params"] == [2, 3]
+    assert set(sd["state"][0]) == set(tsd["state"][0])  # torch's state names (momentum_buffer / exp_avg, ...)
+    for i, st in tsd["state"].items():
+        for k, v in st.items():
+            np.testing.assert_allclose(sd["state"][i][k].numpy(), v.numpy(), atol=ATOL, rtol=RTOL, err_msg=k)
+    # a new optimizer (fresh state) loading torch's checkpoint continues exactly as torch does
+    fresh = make(ours)
+    fresh.load_state_dict({"state": {i: {k: v.numpy() for k, v in st.items()} for i, st in tsd["state"].items()},
+                           "param_groups": tsd["param_groups"]})  # fmt: skip
+    _train(fresh, topt, ours, theirs, 3, first=3)
+    with pytest.raises(ValueError, match="loaded parameter groups of sizes \\[4\\] do not match"):
+        fresh.load_state_dict({"state": {}, "param_groups": [{"params": [0, 1, 2, 3]}]})
+
+
+def test_schedulers_set_each_group():
+    ours, theirs = twin_models()
+    opt, topt = GROUPED["sgd"][0](ours), GROUPED["sgd"][1](theirs)
+    sched = optim.CosineAnnealingLR(opt, T_max=5, eta_min=0.001)
+    tsched = torch.optim.lr_scheduler.CosineAnnealingLR(topt, T_max=5, eta_min=0.001)
+    for _ in range(4):
+        np.testing.assert_allclose(sched.get_last_lr(), tsched.get_last_lr(), rtol=1e-6)
+        np.testing.assert_allclose([g["lr"] for g in opt.param_groups], [g["lr"] for g in topt.param_groups], rtol=1e-6)
+        topt.step()
+        tsched.step()
+        sched.step()
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf])
+def test_clip_grad_norm_matches_torch(norm_type):
+    from unigrad.nn import utils as nn_utils
+
+    ours, theirs = twin_models()
+    opt = optim.SGD(get_parameters(ours), lr=0.1)
+    topt = torch.optim.SGD(theirs.parameters(), lr=0.1)
+    _train(opt, topt, ours, theirs, 2, clip=0.05)
+    x, y = batch(9)
+    loss_of(ours, x, y).backward()
+    loss_of(theirs, x, y).backward()
+    norm = nn_utils.clip_grad_norm_(opt.params, 0.01, norm_type=norm_type)
+    tnorm = torch.nn.utils.clip_grad_norm_(list(theirs.parameters()), 0.01, norm_type=norm_type)
+    np.testing.assert_allclose(norm.numpy(), tnorm.numpy(), rtol=1e-5)
+    for p, tp in zip(opt.params, theirs.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), atol=1e-7, rtol=1e-5)
+    nn_utils.clip_grad_value_(opt.params, 1e-3)
+    torch.nn.utils.clip_grad_value_(theirs.parameters(), 1e-3)
+    for p, tp in zip(opt.params, theirs.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), atol=1e-7, rtol=1e-5)
+    p = Tensor([1.0, 2.0], requires_grad=True)
+    (p * math.inf).sum().backward()
+    with pytest.raises(RuntimeError, match="clip_grad_norm_: the total norm of order 2.0 .* is non-finite"):
+        nn_utils.clip_grad_norm_([p], 1.0, error_if_nonfinite=True)
+
+
+def test_parameters_to_vector_and_back():
+    from unigrad.nn import utils as nn_utils
+
+    a, b = Tensor(np.arange(6, dtype=np.float32).reshape(2, 3)), Tensor(np.float32([7, 8]))
+    v = nn_utils.parameters_to_vector([a, b])
+    np.testing.assert_array_equal(v.numpy(), [0, 1, 2, 3, 4, 5, 7, 8])
+    nn_utils.vector_to_parameters(v * 2, [a, b])
+    np.testing.assert_array_equal(a.numpy(), np.arange(6).reshape(2, 3) * 2)
+    np.testing.assert_array_equal(b.numpy(), [14, 16])
+    with pytest.raises(RuntimeError, match="the vector has 3 elements, the parameters 8"):
+        nn_utils.vector_to_parameters(Tensor.zeros(3), [a, b])
