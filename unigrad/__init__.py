@@ -1,4 +1,10 @@
-"""unigrad: one UOp dialect from the Tensor API down to generated kernels."""
+"""unigrad: one UOp dialect from the Tensor API down to generated kernels.
+
+Besides the core API (Tensor, dtypes, Device, ...), the package carries torch's top-level functions and dtype names
+(unigrad/api/torch_functions.py), so `import unigrad as torch` style code runs: unigrad.zeros, unigrad.cat,
+unigrad.float32, unigrad.no_grad, ... Note that `unigrad.tensor` is then the function torch.tensor, not the
+submodule unigrad/tensor.py; `from unigrad.tensor import Tensor` still imports from the submodule.
+"""
 
 from unigrad.config import Context
 from unigrad.dtype import dtypes
@@ -6,7 +12,10 @@ from unigrad.ir.uop import UOp
 from unigrad.function import function
 from unigrad.jit import TinyJit
 from unigrad.runtime import Device
-from unigrad.tensor import Tensor, no_grad
+from unigrad.tensor import Tensor
+from unigrad.api import torch_functions
+from unigrad.api.torch_functions import no_grad  # unigrad.tensor's no_grad, usable bare as a decorator
+from unigrad.api.torch_functions import *  # noqa: F403 - torch's top-level names, listed in its __all__
 
 
 def Variable(name: str, vmin: int, vmax: int) -> UOp:
@@ -14,4 +23,22 @@ def Variable(name: str, vmin: int, vmax: int) -> UOp:
     return UOp.variable(name, vmin, vmax)
 
 
+# torch's dtype names (they shadow the builtins bool, int and float in this module only)
+float32 = float = dtypes.float32
+float16 = half = dtypes.float16
+bfloat16 = dtypes.bfloat16
+float64 = double = dtypes.float64
+int8 = dtypes.int8
+int16 = short = dtypes.int16
+int32 = int = dtypes.int32
+int64 = long = dtypes.int64
+uint8 = dtypes.uint8
+uint16 = dtypes.uint16
+uint32 = dtypes.uint32
+uint64 = dtypes.uint64
+bool = dtypes.bool
+DTYPE_NAMES = ["float32", "float", "float16", "half", "bfloat16", "float64", "double", "int8", "int16", "short"]
+DTYPE_NAMES += ["int32", "int", "int64", "long", "uint8", "uint16", "uint32", "uint64", "bool"]
+
 __all__ = ["Tensor", "dtypes", "Device", "Variable", "Context", "UOp", "no_grad", "TinyJit", "function"]
+__all__ += [name for name in torch_functions.__all__ if name not in __all__] + DTYPE_NAMES

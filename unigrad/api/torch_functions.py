@@ -1,0 +1,1091 @@
+"""torch's top-level functions over unigrad Tensors, so `import unigrad as torch` style code runs: constructors
+(tensor, zeros, arange, rand, ...), math and reductions (sum, max, matmul, einsum, where, ...), movement (cat,
+stack, reshape, split, ...), comparisons (allclose, equal, ...) and the grad-mode switches (no_grad, enable_grad,
+set_grad_enabled, inference_mode). Each takes torch's signature and delegates to the Tensor method of the same
+meaning; functions torch returns a (values, indices) pair from return one (ValuesIndices).
+
+The names shadow Python builtins here (sum, max, min, abs, all, any, round, pow): this module's own code uses
+`builtins.` for those. The dtype names (float32, long, ...) live in unigrad/__init__.py for the same reason.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from unigrad.api.reduce import ValuesIndices
+from unigrad.dtype import DType, dtypes, to_dtype
+from unigrad.tensor import Tensor
+from unigrad.tensor import no_grad as _no_grad
+
+Size = int | Sequence[int]
+Scalar = bool | int | float
+
+
+def _t(x: Any, fn: str, name: str = "input") -> Tensor:
+    """x when it is a Tensor, else torch's TypeError naming the function and argument."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def _shape(size: tuple[Any, ...], fn: str) -> tuple[int, ...]:
+    """torch's size arguments: ints (zeros(2, 3)) or one sequence (zeros((2, 3)))."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    if not builtins.all(isinstance(s, int) and not isinstance(s, builtins.bool) for s in size):
+        raise TypeError(f"{fn}(): size must be ints or one tuple of ints, got {size!r}")
+    return size
+
+
+def _grad(t: Tensor, requires_grad: builtins.bool) -> Tensor:
+    return t.requires_grad_() if requires_grad else t
+
+
+# ---------------------------------------------------------------- grad mode
+
+
+def is_grad_enabled() -> builtins.bool:
+    """Whether results built now track gradients (False inside no_grad / inference_mode)."""
+    return not Tensor.no_grad
+
+
+class set_grad_enabled(contextlib.ContextDecorator):
+    """Turn gradient tracking on or off: called as a function it switches it now (as torch); used as a context
+    manager or decorator, it also restores the previous mode on exit."""
+
+    def __init__(self, mode: builtins.bool) -> None:
+        self._prev = Tensor.no_grad
+        Tensor.no_grad = not mode
+        self._mode = mode
+
+    def __enter__(self) -> set_grad_enabled:
+        Tensor.no_grad = not self._mode  # again: a decorator re-enters on each call
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        Tensor.no_grad = self._prev
+
+
+class _BareDecorator:
+    """Lets a grad-mode class decorate a function with or without the call: `@no_grad` as well as `@no_grad()`."""
+
+    def __new__(cls, *args: Any, **kw: Any) -> Any:
+        if len(args) == 1 and not kw and callable(args[0]) and not isinstance(args[0], builtins.bool):
+            return cls()(args[0])  # a function, not an instance: __init__ is not run
+        return super().__new__(cls)
+
+
+class no_grad(_BareDecorator, _no_grad):
+    """`with no_grad():`, `@no_grad()` or `@no_grad`: results built inside do not require grad (unigrad's no_grad,
+    which sets Tensor.no_grad, usable bare as a decorator too)."""
+
+
+class _GradMode(contextlib.ContextDecorator):
+    """A context manager and decorator that sets gradient tracking to `enabled` and restores it on exit."""
+
+    def __init__(self, enabled: builtins.bool) -> None:
+        self._enabled = enabled
+        self._saved: list[builtins.bool] = []
+
+    def __enter__(self) -> _GradMode:
+        self._saved.append(Tensor.no_grad)
+        Tensor.no_grad = not self._enabled
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        Tensor.no_grad = self._saved.pop()
+
+
+class enable_grad(_BareDecorator, _GradMode):
+    """`with enable_grad():` (or `@enable_grad()`): track gradients again, inside no_grad."""
+
+    def __init__(self) -> None:
+        super().__init__(True)
+
+
+class inference_mode(_BareDecorator, _GradMode):
+    """`with inference_mode():` (or `@inference_mode()`): no gradient tracking, as no_grad (mode=False: tracking
+    is left as it is)."""
+
+    def __init__(self, mode: builtins.bool = True) -> None:
+        super().__init__(not mode)
+        self._keep = not mode
+
+    def __enter__(self) -> inference_mode:
+        if self._keep:
+            self._saved.append(Tensor.no_grad)
+            return self
+        super().__enter__()
+        return self
+
+
+# ---------------------------------------------------------------- dtypes and tensors
+
+
+def get_default_dtype() -> DType:
+    """The dtype of floats made without one (dtypes.default_float)."""
+    return dtypes.default_float
+
+
+def set_default_dtype(d: DType | str) -> None:
+    """Set the default float dtype; only floating point dtypes, as torch."""
+    dt = to_dtype(d)
+    if not dt.is_float:
+        raise TypeError(f"set_default_dtype(): only floating-point types are supported as the default type, got {dt}")
+    dtypes.default_float = dt
+
+
+def is_tensor(obj: Any) -> builtins.bool:
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input: Tensor) -> builtins.bool:
+    return _t(input, "is_floating_point").is_floating_point()
+
+
+def numel(input: Tensor) -> int:
+    return int(_t(input, "numel").numel())
+
+
+def _plain(data: Any) -> Any:
+    """Nested lists / tuples with any Tensors in them replaced by their values (numpy)."""
+    if isinstance(data, Tensor):
+        return data.numpy()
+    if isinstance(data, (list, tuple)):
+        return [_plain(d) for d in data]
+    return data
+
+
+def tensor(
+    data: Any,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+    pin_memory: builtins.bool = False,
+) -> Tensor:
+    """A new leaf tensor holding a copy of `data` (a scalar, nested lists, a numpy array or a Tensor): Python
+    floats become the default float dtype, ints int64, numpy arrays keep theirs, as torch.tensor."""
+    if isinstance(data, Tensor):
+        t = data.detach().clone()
+        t = t.cast(dtype) if dtype is not None else t
+        t = t.to(device) if device is not None else t
+    else:
+        t = Tensor(_plain(data), device=device, dtype=dtype)
+    return _grad(t, requires_grad)
+
+
+def as_tensor(data: Any, dtype: DType | str | None = None, device: str | None = None) -> Tensor:
+    """data itself when it is a Tensor of that dtype and device, else a converted copy."""
+    if isinstance(data, Tensor):
+        t = data.cast(dtype) if dtype is not None and to_dtype(dtype) is not data.dtype else data
+        return t.to(device) if device is not None and t.device != device else t
+    return tensor(data, dtype, device)
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A tensor of the array's dtype and shape (a copy: unigrad buffers live on the device, not in the array)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"from_numpy(): expected np.ndarray (got {type(ndarray).__name__})")
+    return Tensor(ndarray)
+
+
+def manual_seed(seed: int) -> None:
+    """Seed unigrad's random number generator (Tensor.manual_seed)."""
+    Tensor.manual_seed(seed)
+
+
+# ---------------------------------------------------------------- constructors
+
+
+def zeros(
+    *size: Any, dtype: DType | str | None = None, device: str | None = None, requires_grad: builtins.bool = False
+) -> Tensor:
+    return _grad(Tensor.zeros(_shape(size, "zeros"), dtype=dtype, device=device), requires_grad)
+
+
+def ones(
+    *size: Any, dtype: DType | str | None = None, device: str | None = None, requires_grad: builtins.bool = False
+) -> Tensor:
+    return _grad(Tensor.ones(_shape(size, "ones"), dtype=dtype, device=device), requires_grad)
+
+
+def empty(
+    *size: Any, dtype: DType | str | None = None, device: str | None = None, requires_grad: builtins.bool = False
+) -> Tensor:
+    return _grad(Tensor.empty(_shape(size, "empty"), dtype=dtype, device=device), requires_grad)
+
+
+def full(
+    size: Size,
+    fill_value: Scalar,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """`size` filled with fill_value; the dtype follows the value (bool, int64, default float) unless given."""
+    return _grad(Tensor.full(_shape((size,), "full"), fill_value, dtype=dtype, device=device), requires_grad)
+
+
+def arange(
+    start: Scalar,
+    end: Scalar | None = None,
+    step: Scalar = 1,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    return _grad(Tensor.arange(start, end, step, dtype=dtype, device=device), requires_grad)
+
+
+def linspace(
+    start: Scalar,
+    end: Scalar,
+    steps: int,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    return _grad(Tensor.linspace(start, end, steps, dtype=dtype, device=device), requires_grad)
+
+
+def eye(
+    n: int,
+    m: int | None = None,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    return _grad(Tensor.eye(n, m, dtype=dtype, device=device), requires_grad)
+
+
+def rand(
+    *size: Any,
+    generator: Any = None,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """Uniform in [0, 1). `generator` is not supported (seed with manual_seed)."""
+    if generator is not None:
+        raise NotImplementedError("rand(): generator is not supported; use unigrad.manual_seed")
+    return _grad(Tensor.rand(*_shape(size, "rand"), dtype=dtype, device=device), requires_grad)
+
+
+def randn(
+    *size: Any,
+    generator: Any = None,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """Standard normal. `generator` is not supported (seed with manual_seed)."""
+    if generator is not None:
+        raise NotImplementedError("randn(): generator is not supported; use unigrad.manual_seed")
+    return _grad(Tensor.randn(*_shape(size, "randn"), dtype=dtype, device=device), requires_grad)
+
+
+def randint(
+    *args: Any,
+    size: Size | None = None,
+    generator: Any = None,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """torch.randint(high, size) or randint(low, high, size): integers in [low, high), int64 by default."""
+    if generator is not None:
+        raise NotImplementedError("randint(): generator is not supported; use unigrad.manual_seed")
+    if size is None:
+        if not args:
+            raise TypeError("randint(): missing the size argument (randint(low=0, high, size))")
+        *args, size = args  # type: ignore[assignment]
+    if len(args) not in (1, 2):
+        raise TypeError(f"randint(): expected randint(high, size) or randint(low, high, size), got {len(args)} bounds")
+    low, high = (0, args[0]) if len(args) == 1 else args
+    if high <= low:
+        raise RuntimeError(f"randint(): random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    shape = _shape((size,), "randint")
+    return _grad(Tensor.randint(*shape, low=low, high=high, dtype=dtype or dtypes.int64, device=device), requires_grad)
+
+
+def randperm(
+    n: int, *, dtype: DType | str | None = None, device: str | None = None, requires_grad: builtins.bool = False
+) -> Tensor:
+    """A random permutation of 0..n-1 (int64 by default)."""
+    return _grad(Tensor.randperm(n, device=device, dtype=dtype or dtypes.int64), requires_grad)
+
+
+def full_like(
+    input: Tensor,
+    fill_value: Scalar,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    x = _t(input, "full_like")
+    t = Tensor.full(x.shape, fill_value, dtype=dtype or x.dtype, device=device or x.device)
+    return _grad(t, requires_grad)
+
+
+def zeros_like(
+    input: Tensor,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    return full_like(_t(input, "zeros_like"), 0, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def ones_like(
+    input: Tensor,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    return full_like(_t(input, "ones_like"), 1, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def empty_like(
+    input: Tensor,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    x = _t(input, "empty_like")
+    return _grad(Tensor.empty(x.shape, dtype=dtype or x.dtype, device=device or x.device), requires_grad)
+
+
+def rand_like(
+    input: Tensor,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    x = _t(input, "rand_like")
+    return rand(x.shape, dtype=dtype or x.dtype, device=device or x.device, requires_grad=requires_grad)
+
+
+def randn_like(
+    input: Tensor,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    x = _t(input, "randn_like")
+    return randn(x.shape, dtype=dtype or x.dtype, device=device or x.device, requires_grad=requires_grad)
+
+
+# ---------------------------------------------------------------- products
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    return _t(input, "matmul").matmul(_t(other, "matmul", "other"))
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    return _t(input, "mm").mm(_t(mat2, "mm", "mat2"))
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Batched (b, n, m) @ (b, m, p) -> (b, n, p); both must be 3-D with one batch size, as torch."""
+    a, b = _t(input, "bmm"), _t(mat2, "bmm", "mat2")
+    if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+        raise RuntimeError(f"bmm(): expected 3-D tensors (b, n, m) and (b, m, p), got {a.shape} and {b.shape}")
+    return a.matmul(b)
+
+
+def einsum(equation: str, *operands: Tensor | Sequence[Tensor]) -> Tensor:
+    return Tensor.einsum(equation, *operands)
+
+
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    a, b = _t(input, "dot"), _t(other, "dot", "other")
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"dot(): 1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
+    return a.dot(b)
+
+
+def outer(input: Tensor, vec2: Tensor) -> Tensor:
+    return _t(input, "outer").outer(_t(vec2, "outer", "vec2"))
+
+
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    return _t(input, "mv").mv(_t(vec, "mv", "vec"))
+
+
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Scalar = 1, alpha: Scalar = 1) -> Tensor:
+    return _t(input, "addmm").addmm(mat1, mat2, beta=beta, alpha=alpha)
+
+
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Scalar = 1, alpha: Scalar = 1) -> Tensor:
+    return _t(input, "baddbmm").baddbmm(batch1, batch2, beta=beta, alpha=alpha)
+
+
+def where(condition: Tensor, input: Tensor | Scalar | None = None, other: Tensor | Scalar | None = None) -> Any:
+    """input where condition else other (scalars allowed); where(condition) alone is nonzero(as_tuple=True)."""
+    cond = _t(condition, "where", "condition")
+    if input is None and other is None:
+        return cond.nonzero(as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where(): expected where(condition) or where(condition, input, other)")
+    return cond.where(input, other)
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+def _unary(name: str) -> Callable[[Tensor], Tensor]:
+    """torch.<name>(input) as input.<name>()."""
+
+    def fn(input: Tensor) -> Tensor:
+        return getattr(_t(input, name), name)()
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.{name}(input): input.{name}()."
+    return fn
+
+
+abs = _unary("abs")
+absolute = _unary("absolute")
+neg = _unary("neg")
+negative = _unary("negative")
+exp = _unary("exp")
+exp2 = _unary("exp2")
+expm1 = _unary("expm1")
+log = _unary("log")
+log2 = _unary("log2")
+log10 = _unary("log10")
+log1p = _unary("log1p")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+square = _unary("square")
+reciprocal = _unary("reciprocal")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+asin = _unary("asin")
+acos = _unary("acos")
+atan = _unary("atan")
+sinh = _unary("sinh")
+cosh = _unary("cosh")
+asinh = _unary("asinh")
+acosh = _unary("acosh")
+atanh = _unary("atanh")
+erf = _unary("erf")
+erfc = _unary("erfc")
+floor = _unary("floor")
+ceil = _unary("ceil")
+trunc = _unary("trunc")
+frac = _unary("frac")
+sign = _unary("sign")
+sgn = _unary("sgn")
+signbit = _unary("signbit")
+sigmoid = _unary("sigmoid")
+tanh = _unary("tanh")
+relu = _unary("relu")
+isnan = _unary("isnan")
+isinf = _unary("isinf")
+isfinite = _unary("isfinite")
+isposinf = _unary("isposinf")
+isneginf = _unary("isneginf")
+logical_not = _unary("logical_not")
+bitwise_not = _unary("bitwise_not")
+t = _unary("t")
+ravel = _unary("ravel")
+trace = _unary("trace")
+msort = _unary("msort")
+corrcoef = _unary("corrcoef")
+
+
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:
+    return _t(input, "round").round(decimals)
+
+
+def _binary(name: str) -> Callable[[Tensor, Tensor | Scalar], Tensor]:
+    """torch.<name>(input, other) as input.<name>(other)."""
+
+    def fn(input: Tensor, other: Tensor | Scalar) -> Tensor:
+        return getattr(_t(input, name), name)(other)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.{name}(input, other): input.{name}(other)."
+    return fn
+
+
+mul = _binary("mul")
+multiply = _binary("mul")
+true_divide = _binary("true_divide")
+maximum = _binary("maximum")
+minimum = _binary("minimum")
+atan2 = _binary("atan2")
+arctan2 = _binary("atan2")
+hypot = _binary("hypot")
+fmod = _binary("fmod")
+remainder = _binary("remainder")
+floor_divide = _binary("floor_divide")
+float_power = _binary("float_power")
+copysign = _binary("copysign")
+xlogy = _binary("xlogy")
+logaddexp = _binary("logaddexp")
+eq = _binary("eq")
+ne = _binary("ne")
+lt = _binary("lt")
+le = _binary("le")
+gt = _binary("gt")
+ge = _binary("ge")
+logical_and = _binary("logical_and")
+logical_or = _binary("logical_or")
+logical_xor = _binary("logical_xor")
+bitwise_and = _binary("bitwise_and")
+bitwise_or = _binary("bitwise_or")
+bitwise_xor = _binary("bitwise_xor")
+
+
+def add(input: Tensor | Scalar, other: Tensor | Scalar, *, alpha: Scalar = 1) -> Tensor:
+    """input + alpha * other."""
+    if not isinstance(input, Tensor):
+        return _t(other, "add", "other").mul(alpha).add(input, reverse=True)
+    return input.add(other, alpha=alpha)
+
+
+def sub(input: Tensor | Scalar, other: Tensor | Scalar, *, alpha: Scalar = 1) -> Tensor:
+    """input - alpha * other."""
+    if not isinstance(input, Tensor):
+        return _t(other, "sub", "other").mul(alpha).sub(input, reverse=True)
+    return input.sub(other, alpha=alpha)
+
+
+subtract = sub
+
+
+def div(input: Tensor | Scalar, other: Tensor | Scalar, *, rounding_mode: str | None = None) -> Tensor:
+    """input / other; rounding_mode 'trunc' or 'floor' rounds the quotient."""
+    if not isinstance(input, Tensor):
+        return _t(other, "div", "other").div(input, reverse=True, rounding_mode=rounding_mode)
+    return input.div(other, rounding_mode=rounding_mode)
+
+
+divide = div
+
+
+def pow(input: Tensor | Scalar, exponent: Tensor | Scalar) -> Tensor:
+    """input ** exponent; a scalar base with a tensor exponent too."""
+    if not isinstance(input, Tensor):
+        return _t(exponent, "pow", "exponent").pow(input, reverse=True)
+    return input.pow(exponent)
+
+
+def clamp(input: Tensor, min: Tensor | Scalar | None = None, max: Tensor | Scalar | None = None) -> Tensor:
+    if min is None and max is None:
+        raise RuntimeError("clamp(): at least one of 'min' or 'max' must not be None")
+    return _t(input, "clamp").clamp(min, max)
+
+
+clip = clamp
+
+
+def clamp_min(input: Tensor, min: Tensor | Scalar) -> Tensor:
+    return _t(input, "clamp_min").clamp_min(min)
+
+
+def clamp_max(input: Tensor, max: Tensor | Scalar) -> Tensor:
+    return _t(input, "clamp_max").clamp_max(max)
+
+
+def lerp(input: Tensor, end: Tensor, weight: Tensor | Scalar) -> Tensor:
+    return _t(input, "lerp").lerp(end, weight)
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Scalar = 1) -> Tensor:
+    return _t(input, "addcmul").addcmul(tensor1, tensor2, value)
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Scalar = 1) -> Tensor:
+    return _t(input, "addcdiv").addcdiv(tensor1, tensor2, value)
+
+
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    return _t(input, "nan_to_num").nan_to_num(nan, posinf, neginf)
+
+
+def softmax(input: Tensor, dim: int, dtype: DType | None = None) -> Tensor:
+    return _t(input, "softmax").softmax(dim, dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: int, dtype: DType | None = None) -> Tensor:
+    return _t(input, "log_softmax").log_softmax(dim, dtype=dtype)
+
+
+# ---------------------------------------------------------------- comparisons
+
+
+def allclose(
+    input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: builtins.bool = False
+) -> builtins.bool:
+    return _t(input, "allclose").allclose(_t(other, "allclose", "other"), rtol, atol, equal_nan)
+
+
+def isclose(
+    input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: builtins.bool = False
+) -> Tensor:
+    return _t(input, "isclose").isclose(_t(other, "isclose", "other"), rtol, atol, equal_nan)
+
+
+def equal(input: Tensor, other: Tensor) -> builtins.bool:
+    """True when both have the same shape and elements (False for different shapes, as torch)."""
+    a, b = _t(input, "equal"), _t(other, "equal", "other")
+    if a.shape != b.shape:
+        return False
+    return builtins.bool(a.eq(b).all().item())
+
+
+def isin(elements: Tensor | Scalar, test_elements: Tensor | Scalar, *, invert: builtins.bool = False) -> Tensor:
+    return _t(elements, "isin", "elements").isin(test_elements, invert=invert)
+
+
+# ---------------------------------------------------------------- reductions
+
+
+def sum(
+    input: Tensor, dim: int | Sequence[int] | None = None, keepdim: builtins.bool = False, *, dtype: Any = None
+) -> Tensor:
+    return _t(input, "sum").sum(dim, keepdim, dtype=dtype)
+
+
+def mean(
+    input: Tensor, dim: int | Sequence[int] | None = None, keepdim: builtins.bool = False, *, dtype: Any = None
+) -> Tensor:
+    x = _t(input, "mean")
+    if dtype is None and not x.dtype.is_float:
+        raise RuntimeError(
+            f"mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
+            f"Got: {x.dtype}"
+        )
+    return (x if dtype is None else x.cast(dtype)).mean(dim, keepdim)
+
+
+def prod(input: Tensor, dim: int | None = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
+    return _t(input, "prod").prod(dim, keepdim, dtype=dtype)
+
+
+def _select(name: str, input: Tensor, dim: Any, keepdim: builtins.bool) -> Any:
+    """max / min: over everything, against another tensor (elementwise), or along dim with its indices."""
+    x = _t(input, name)
+    if isinstance(dim, Tensor):
+        return x.maximum(dim) if name == "max" else x.minimum(dim)
+    if dim is None:
+        if keepdim:
+            raise TypeError(f"{name}(): keepdim needs a dim")
+        return x.max() if name == "max" else x.min()
+    values = x.max(dim, keepdim) if name == "max" else x.min(dim, keepdim)
+    indices = x.argmax(dim, keepdim) if name == "max" else x.argmin(dim, keepdim)
+    return ValuesIndices(values, indices)
+
+
+def max(input: Tensor, dim: int | Tensor | None = None, keepdim: builtins.bool = False) -> Any:
+    """max(input): the largest element; max(input, dim, keepdim): (values, indices); max(input, other): maximum."""
+    return _select("max", input, dim, keepdim)
+
+
+def min(input: Tensor, dim: int | Tensor | None = None, keepdim: builtins.bool = False) -> Any:
+    """min(input): the smallest element; min(input, dim, keepdim): (values, indices); min(input, other): minimum."""
+    return _select("min", input, dim, keepdim)
+
+
+def argmax(input: Tensor, dim: int | None = None, keepdim: builtins.bool = False) -> Tensor:
+    return _t(input, "argmax").argmax(dim, keepdim)
+
+
+def argmin(input: Tensor, dim: int | None = None, keepdim: builtins.bool = False) -> Tensor:
+    return _t(input, "argmin").argmin(dim, keepdim)
+
+
+def amax(input: Tensor, dim: int | Sequence[int] = (), keepdim: builtins.bool = False) -> Tensor:
+    return _t(input, "amax").amax(dim, keepdim)
+
+
+def amin(input: Tensor, dim: int | Sequence[int] = (), keepdim: builtins.bool = False) -> Tensor:
+    return _t(input, "amin").amin(dim, keepdim)
+
+
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: builtins.bool = False) -> Any:
+    return _t(input, "aminmax").aminmax(dim=dim, keepdim=keepdim)
+
+
+def all(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: builtins.bool = False) -> Tensor:
+    return _t(input, "all").all(dim, keepdim)
+
+
+def any(input: Tensor, dim: int | Sequence[int] | None = None, keepdim: builtins.bool = False) -> Tensor:
+    return _t(input, "any").any(dim, keepdim)
+
+
+def _moments(
+    name: str, input: Tensor, dim: Any, unbiased: Any, keepdim: builtins.bool, correction: float | None
+) -> Any:
+    """std / var / std_mean / var_mean in torch's overloads: (input, dim, unbiased, keepdim), (input, unbiased)
+    and the keyword correction."""
+    x = _t(input, name)
+    if isinstance(dim, builtins.bool):  # std(input, unbiased)
+        dim, unbiased = None, dim
+    return getattr(x, name)(dim, keepdim, correction, unbiased=unbiased)
+
+
+def std(
+    input: Tensor,
+    dim: int | Sequence[int] | None = None,
+    unbiased: builtins.bool | None = None,
+    keepdim: builtins.bool = False,
+    *,
+    correction: float | None = None,
+) -> Tensor:
+    return _moments("std", input, dim, unbiased, keepdim, correction)
+
+
+def var(
+    input: Tensor,
+    dim: int | Sequence[int] | None = None,
+    unbiased: builtins.bool | None = None,
+    keepdim: builtins.bool = False,
+    *,
+    correction: float | None = None,
+) -> Tensor:
+    return _moments("var", input, dim, unbiased, keepdim, correction)
+
+
+def std_mean(
+    input: Tensor,
+    dim: int | Sequence[int] | None = None,
+    unbiased: builtins.bool | None = None,
+    keepdim: builtins.bool = False,
+    *,
+    correction: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    return _moments("std_mean", input, dim, unbiased, keepdim, correction)
+
+
+def var_mean(
+    input: Tensor,
+    dim: int | Sequence[int] | None = None,
+    unbiased: builtins.bool | None = None,
+    keepdim: builtins.bool = False,
+    *,
+    correction: float | None = None,
+) -> tuple[Tensor, Tensor]:
+    return _moments("var_mean", input, dim, unbiased, keepdim, correction)
+
+
+def logsumexp(input: Tensor, dim: int | Sequence[int], keepdim: builtins.bool = False) -> Tensor:
+    return _t(input, "logsumexp").logsumexp(dim, keepdim)
+
+
+def norm(
+    input: Tensor,
+    p: float | str | None = "fro",
+    dim: int | Sequence[int] | None = None,
+    keepdim: builtins.bool = False,
+    dtype: Any = None,
+) -> Tensor:
+    return _t(input, "norm").norm(p, dim, keepdim, dtype)
+
+
+def median(input: Tensor, dim: int | None = None, keepdim: builtins.bool = False) -> Any:
+    return _t(input, "median").median(dim, keepdim)
+
+
+def count_nonzero(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
+    return _t(input, "count_nonzero").count_nonzero(dim)
+
+
+def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    return _t(input, "cumsum").cumsum(dim, dtype)
+
+
+def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    return _t(input, "cumprod").cumprod(dim, dtype)
+
+
+def cummax(input: Tensor, dim: int) -> ValuesIndices:
+    return ValuesIndices(*_t(input, "cummax").cummax(dim, return_indices=True))
+
+
+def cummin(input: Tensor, dim: int) -> ValuesIndices:
+    return ValuesIndices(*_t(input, "cummin").cummin(dim, return_indices=True))
+
+
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+    return _t(input, "logcumsumexp").logcumsumexp(dim)
+
+
+def sort(
+    input: Tensor, dim: int = -1, descending: builtins.bool = False, stable: builtins.bool = False
+) -> ValuesIndices:
+    return ValuesIndices(*_t(input, "sort").sort(dim, descending, stable=True))
+
+
+def argsort(input: Tensor, dim: int = -1, descending: builtins.bool = False, stable: builtins.bool = False) -> Tensor:
+    return _t(input, "argsort").argsort(dim, descending, stable=True)
+
+
+def topk(
+    input: Tensor, k: int, dim: int = -1, largest: builtins.bool = True, sorted: builtins.bool = True
+) -> ValuesIndices:
+    return ValuesIndices(*_t(input, "topk").topk(k, dim, largest, sorted))
+
+
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: builtins.bool = False) -> ValuesIndices:
+    return _t(input, "kthvalue").kthvalue(k, dim, keepdim)
+
+
+# ---------------------------------------------------------------- joining and movement
+
+
+def _tensors(tensors: Any, fn: str) -> list[Tensor]:
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{fn}(): argument 'tensors' must be a tuple or list of Tensors, not {type(tensors).__name__}")
+    if not tensors:
+        raise RuntimeError(f"{fn}(): expected a non-empty list of Tensors")
+    return [_t(x, fn, "tensors") for x in tensors]
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    ts = _tensors(tensors, "cat")
+    return ts[0].cat(*ts[1:], dim=dim)
+
+
+concat = cat
+concatenate = cat
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    ts = _tensors(tensors, "stack")
+    return ts[0].stack(*ts[1:], dim=dim)
+
+
+def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenated along dim 1 (dim 0 for 1-D tensors)."""
+    ts = [x.reshape(1) if x.ndim == 0 else x for x in _tensors(tensors, "hstack")]
+    return cat(ts, 0 if ts[0].ndim == 1 else 1)
+
+
+def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenated along dim 0, 0-D and 1-D tensors first made rows."""
+    ts = [x.reshape(1, -1) if x.ndim < 2 else x for x in _tensors(tensors, "vstack")]
+    return cat(ts, 0)
+
+
+def reshape(input: Tensor, shape: Sequence[int]) -> Tensor:
+    return _t(input, "reshape").reshape(tuple(shape))
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    return _t(input, "flatten").flatten(start_dim, end_dim)
+
+
+def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    return _t(input, "unflatten").unflatten(dim, sizes)
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    return _t(input, "transpose").transpose(dim0, dim1)
+
+
+swapaxes = transpose
+swapdims = transpose
+
+
+def permute(input: Tensor, dims: Sequence[int]) -> Tensor:
+    return _t(input, "permute").permute(tuple(dims))
+
+
+def movedim(input: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+    return _t(input, "movedim").movedim(source, destination)
+
+
+moveaxis = movedim
+
+
+def squeeze(input: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
+    return _t(input, "squeeze").squeeze(dim)
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    return _t(input, "unsqueeze").unsqueeze(dim)
+
+
+def broadcast_to(input: Tensor, size: Sequence[int]) -> Tensor:
+    return _t(input, "broadcast_to").broadcast_to(tuple(size))
+
+
+def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    return _t(tensor, "split", "tensor").split(split_size_or_sections, dim)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    return _t(input, "chunk").chunk(chunks, dim)
+
+
+def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    return _t(input, "tensor_split").tensor_split(indices_or_sections, dim)
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    return _t(input, "unbind").unbind(dim)
+
+
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: builtins.bool = False) -> Tensor:
+    return _t(input, "gather").gather(dim, _t(index, "gather", "index"))
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    return _t(input, "take_along_dim").take_along_dim(indices, dim)
+
+
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    return _t(input, "index_select").index_select(dim, _t(index, "index_select", "index"))
+
+
+def masked_fill(input: Tensor, mask: Tensor, value: Tensor | Scalar) -> Tensor:
+    return _t(input, "masked_fill").masked_fill(_t(mask, "masked_fill", "mask"), value)
+
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    return _t(input, "masked_select").masked_select(mask)
+
+
+def scatter(input: Tensor, dim: int, index: Tensor, src: Tensor | Scalar, reduce: str | None = None) -> Tensor:
+    return _t(input, "scatter").scatter(dim, index, src, reduce=reduce)
+
+
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    return _t(input, "scatter_add").scatter_add(dim, index, src)
+
+
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Scalar = 1) -> Tensor:
+    return _t(input, "index_add").index_add(dim, index, source, alpha)
+
+
+def nonzero(input: Tensor, *, as_tuple: builtins.bool = False) -> Any:
+    return _t(input, "nonzero").nonzero(as_tuple=as_tuple)
+
+
+def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    return _t(input, "narrow").narrow(dim, start, length)
+
+
+def flip(input: Tensor, dims: Sequence[int]) -> Tensor:
+    return _t(input, "flip").flip(*dims)
+
+
+def roll(input: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None) -> Tensor:
+    return _t(input, "roll").roll(shifts, dims)
+
+
+def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
+    return _t(input, "rot90").rot90(k, dims)
+
+
+def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
+    return _t(input, "tile").tile(*dims)
+
+
+def repeat_interleave(
+    input: Tensor, repeats: int | Tensor, dim: int | None = None, *, output_size: int | None = None
+) -> Tensor:
+    return _t(input, "repeat_interleave").repeat_interleave(repeats, dim, output_size)
+
+
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    return _t(input, "tril").tril(diagonal)
+
+
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    return _t(input, "triu").triu(diagonal)
+
+
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
+    return _t(input, "diag").diag(diagonal)
+
+
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    return _t(input, "diagonal").diagonal(offset, dim1, dim2)
+
+
+def diff(
+    input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None, append: Tensor | None = None
+) -> Tensor:
+    return _t(input, "diff").diff(n, dim, prepend, append)
+
+
+def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
+    return _t(input, "cross").cross(other, dim)
+
+
+def meshgrid(*tensors: Tensor | Sequence[Tensor], indexing: str = "ij") -> tuple[Tensor, ...]:
+    ts = list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else list(tensors)
+    ts = _tensors(ts, "meshgrid")
+    return ts[0].meshgrid(*ts[1:], indexing=indexing)
+
+
+def searchsorted(
+    sorted_sequence: Tensor,
+    input: Tensor | Scalar,
+    *,
+    out_int32: builtins.bool = False,
+    right: builtins.bool = False,
+    side: str | None = None,
+    sorter: Tensor | None = None,
+) -> Tensor:
+    seq = _t(sorted_sequence, "searchsorted", "sorted_sequence")
+    return seq.searchsorted(input, out_int32=out_int32, right=right, side=side, sorter=sorter)
+
+
+def bucketize(
+    input: Tensor, boundaries: Tensor, *, out_int32: builtins.bool = False, right: builtins.bool = False
+) -> Tensor:
+    return _t(input, "bucketize").bucketize(boundaries, out_int32=out_int32, right=right)
+
+
+def unique(
+    input: Tensor,
+    sorted: builtins.bool = True,
+    return_inverse: builtins.bool = False,
+    return_counts: builtins.bool = False,
+    dim: int | None = None,
+) -> Any:
+    return _t(input, "unique").unique(sorted, return_inverse, return_counts, dim)
+
+
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
+    return _t(input, "bincount").bincount(weights, minlength)
+
+
+def clone(input: Tensor) -> Tensor:
+    return _t(input, "clone").clone()
+
+
+def detach(input: Tensor) -> Tensor:
+    return _t(input, "detach").detach()
+
+
+# every public function and grad-mode class defined here
+__all__ = [
+    name
+    for name, value in list(globals().items())
+    if not name.startswith("_") and callable(value) and getattr(value, "__module__", None) == __name__
+]
