@@ -343,19 +343,48 @@ class NNMixin:
         attn_mask: Tensor | None = None,
         dropout_p: float = 0.0,
         is_causal: bool = False,
+        scale: float | None = None,
+        enable_gqa: bool = False,
     ) -> Tensor:
-        """softmax(q @ k^T / sqrt(d) + mask) @ v; a bool mask keeps True positions, a float mask is added."""
-        if dropout_p:
-            raise NotImplementedError("scaled_dot_product_attention: dropout_p needs random numbers (not yet)")
-        scores = self.dot(key.transpose(-1, -2)) * (1 / math.sqrt(self.shape[-1]))
+        """softmax(q @ k^T * scale + mask) @ v; dropout on the attention weights while Tensor.training is set (as
+        tinygrad; torch's F.scaled_dot_product_attention drops always). See _attention_weights."""
+        weights, value = self._attention_weights(key, value, attn_mask, is_causal, scale, enable_gqa)
+        return weights.dropout(dropout_p).matmul(value)
+
+    def _attention_weights(
+        self: Tensor,
+        key: Tensor,
+        value: Tensor,
+        attn_mask: Tensor | None,
+        is_causal: bool,
+        scale: float | None,
+        enable_gqa: bool,
+    ) -> tuple[Tensor, Tensor]:
+        """(softmax(q @ k^T * scale + mask), value with its heads repeated for enable_gqa): scale 1/sqrt(E) by
+        default; a bool mask keeps True positions, a float mask is added; is_causal keeps key j <= query i (top-left
+        aligned); enable_gqa repeats key/value heads (dim -3) to the query's."""
+        q, k, v = self, key, value
+        if q.ndim < 2 or k.ndim < 2 or v.ndim < 2 or q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+            raise RuntimeError(
+                f"scaled_dot_product_attention(): query {q.shape}, key {k.shape}, value {v.shape} do not match: "
+                f"expected (..., L, E), (..., S, E), (..., S, Ev)"
+            )
+        if is_causal and attn_mask is not None:
+            raise RuntimeError(
+                "scaled_dot_product_attention(): explicit attn_mask should not be set when is_causal=True"
+            )
+        if enable_gqa and q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
+            k = k.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3)
+            v = v.repeat_interleave(q.shape[-3] // v.shape[-3], dim=-3)
+        scores = q.matmul(k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]) if scale is None else scale)
         if is_causal:
-            lq, lk = self.shape[-2], key.shape[-2]
-            rows = self._class_range(lq).reshape(lq, 1)
-            cols = self._class_range(lk).reshape(1, lk)
+            lq, lk = q.shape[-2], k.shape[-2]
+            rows = q._class_range(lq).reshape(lq, 1)
+            cols = q._class_range(lk).reshape(1, lk)
             scores = (cols <= rows).where(scores, -math.inf)
         if attn_mask is not None:
             scores = attn_mask.where(scores, -math.inf) if attn_mask.dtype is dtypes.bool else scores + attn_mask
-        return scores.softmax(-1).dot(value)
+        return scores.softmax(-1), v
 
     # ---------------------------------------------------------------- convolution and pooling
     def _pool(self: Tensor, k_: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...]) -> Tensor:

@@ -1325,25 +1325,7 @@ def scaled_dot_product_attention(
     q = _float_tensor(query, "scaled_dot_product_attention", "query")
     k = _float_tensor(key, "scaled_dot_product_attention", "key")
     v = _float_tensor(value, "scaled_dot_product_attention", "value")
-    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2 or q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise RuntimeError(
-            f"scaled_dot_product_attention(): query {q.shape}, key {k.shape}, value {v.shape} do not match: "
-            f"expected (..., L, E), (..., S, E), (..., S, Ev)"
-        )
-    if is_causal and attn_mask is not None:
-        raise RuntimeError("scaled_dot_product_attention(): explicit attn_mask should not be set when is_causal=True")
-    if enable_gqa and q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
-        k = k.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3)
-        v = v.repeat_interleave(q.shape[-3] // v.shape[-3], dim=-3)
-    s = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = q.matmul(k.transpose(-2, -1)) * s
-    if is_causal:
-        lq, lk = q.shape[-2], k.shape[-2]
-        keep = Tensor.ones(lq, lk, dtype=dtypes.bool, device=q.device).tril(0)
-        scores = keep.where(scores, -math.inf)
-    if attn_mask is not None:
-        scores = attn_mask.where(scores, -math.inf) if attn_mask.dtype is dtypes.bool else scores + attn_mask
-    weights = scores.softmax(-1)
+    weights, v = q._attention_weights(k, v, attn_mask, is_causal, scale, enable_gqa)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
     return weights.matmul(v)

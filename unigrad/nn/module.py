@@ -111,17 +111,8 @@ def _collect(
     if isinstance(value, Module):
         modules.append((name, value))
         return
-    if isinstance(value, nn_state._OPAQUE) or id(value) in path:
-        return
-    if hasattr(value, "_asdict") and isinstance(value, tuple):  # a namedtuple: by field name
-        items: Any = value._asdict().items()
-    elif isinstance(value, Mapping):
-        items = value.items()
-    elif isinstance(value, (list, tuple)):
-        items = enumerate(value)
-    elif hasattr(value, "__dict__") or hasattr(type(value), "__slots__"):
-        items = nn_state._attributes(value).items()
-    else:
+    items = None if id(value) in path else nn_state.members(value)
+    if items is None:
         return
     path.add(id(value))
     for k, v in items:

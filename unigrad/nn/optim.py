@@ -134,15 +134,16 @@ class Optimizer:
         pg = ParamGroup(
             {"params": trainable, "lr": lr, **options}, lr if isinstance(lr, Tensor) else _scalar(lr, device)
         )
-        self._check_options(pg)
+        self._new_group(pg)
         self.param_groups.append(pg)
         for p in trainable:
             self.params.append(p)
             self._group_of.append(pg)
             self.state.append(self._init_state(p, pg))
 
-    def _check_options(self, group: ParamGroup) -> None:
-        """Refuse a group's bad options with a clear error (subclasses)."""
+    def _new_group(self, group: ParamGroup) -> None:
+        """Check a new group's options (a clear error for bad ones) and make the state its parameters share
+        (subclasses)."""
 
     def _init_state(self, p: Tensor, group: ParamGroup) -> dict[str, Tensor]:
         """A new parameter's state tensors by torch's names (subclasses)."""
@@ -279,7 +280,7 @@ class SGD(Optimizer):
         self._started: set[int] = set()  # parameters whose momentum buffer has been written
         super().__init__(params, defaults)
 
-    def _check_options(self, group: ParamGroup) -> None:
+    def _new_group(self, group: ParamGroup) -> None:
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise ValueError("SGD: nesterov momentum requires a momentum and zero dampening")
 
@@ -328,7 +329,7 @@ class _AdamFamily(Optimizer):
         self._corrections: dict[tuple[int, str], tuple[Tensor, Tensor]] = {}  # this step's: _bias_corrections
         super().__init__(params, defaults)
 
-    def _check_options(self, group: ParamGroup) -> None:
+    def _new_group(self, group: ParamGroup) -> None:
         b1, b2 = group["betas"]
         if not (0 <= b1 < 1 and 0 <= b2 < 1):
             raise ValueError(f"{type(self).__name__}: invalid beta parameters {group['betas']}: each must be in [0, 1)")

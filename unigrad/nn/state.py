@@ -23,7 +23,7 @@ import pickle
 import struct
 import types
 import zipfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Iterable, Mapping
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
@@ -434,21 +434,28 @@ def _attributes(obj: Any) -> dict[str, Any]:
     return {k: v for k, v in out.items() if not k.startswith("_")}
 
 
+def members(obj: Any) -> Iterable[tuple[Any, Any]] | None:
+    """The (name, value) pairs the state walk goes into: a namedtuple's fields, a mapping's items, a sequence's
+    elements by index, an object's public attributes; None for anything else (values that hold no state)."""
+    if isinstance(obj, _OPAQUE):
+        return None
+    if hasattr(obj, "_asdict") and isinstance(obj, tuple):  # a namedtuple: by field name
+        return obj._asdict().items()
+    if isinstance(obj, Mapping):
+        return obj.items()
+    if isinstance(obj, (list, tuple)):
+        return enumerate(obj)
+    if hasattr(obj, "__dict__") or hasattr(type(obj), "__slots__"):
+        return _attributes(obj).items()
+    return None
+
+
 def _walk(obj: Any, name: str, out: dict[str, Tensor], path: set[int]) -> None:
     if isinstance(obj, Tensor):
         out[name] = obj
         return
-    if isinstance(obj, _OPAQUE) or id(obj) in path:  # `path`: objects above this one (a cycle ends the walk)
-        return
-    if hasattr(obj, "_asdict") and isinstance(obj, tuple):  # a namedtuple: by field name
-        items: Any = obj._asdict().items()
-    elif isinstance(obj, Mapping):
-        items = obj.items()
-    elif isinstance(obj, (list, tuple)):
-        items = enumerate(obj)
-    elif hasattr(obj, "__dict__") or hasattr(type(obj), "__slots__"):
-        items = _attributes(obj).items()
-    else:
+    items = None if id(obj) in path else members(obj)  # `path`: objects above this one (a cycle ends the walk)
+    if items is None:
         return
     path.add(id(obj))
     for k, v in items:
