@@ -369,10 +369,6 @@ class NNMixin:
                 f"scaled_dot_product_attention(): query {q.shape}, key {k.shape}, value {v.shape} do not match: "
                 f"expected (..., L, E), (..., S, E), (..., S, Ev)"
             )
-        if is_causal and attn_mask is not None:
-            raise RuntimeError(
-                "scaled_dot_product_attention(): explicit attn_mask should not be set when is_causal=True"
-            )
         if enable_gqa and q.ndim >= 3 and k.shape[-3] != q.shape[-3]:
             k = k.repeat_interleave(q.shape[-3] // k.shape[-3], dim=-3)
             v = v.repeat_interleave(q.shape[-3] // v.shape[-3], dim=-3)

@@ -1325,6 +1325,8 @@ def scaled_dot_product_attention(
     q = _float_tensor(query, "scaled_dot_product_attention", "query")
     k = _float_tensor(key, "scaled_dot_product_attention", "key")
     v = _float_tensor(value, "scaled_dot_product_attention", "value")
+    if is_causal and attn_mask is not None:  # torch refuses both (the Tensor method applies both, as tinygrad)
+        raise RuntimeError("scaled_dot_product_attention(): explicit attn_mask should not be set when is_causal=True")
     weights, v = q._attention_weights(k, v, attn_mask, is_causal, scale, enable_gqa)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
