@@ -176,6 +176,21 @@ def test_python_device():
         np.testing.assert_allclose(f(Tensor(x, device="PYTHON")).numpy(), (x * x).sum(0), rtol=1e-6)
 
 
+def test_copy_between_devices_replays_raw_bits():
+    # a replayed copy moves bfloat16 bits as they are (it went through float32 values and wrote garbage)
+    from unigrad import dtypes
+
+    @TinyJit
+    def f(a: Tensor) -> Tensor:
+        return a.to("CPU") * 2
+
+    for i in range(4):
+        x = rand(5) + i
+        a = Tensor(x, device="PYTHON").cast(dtypes.bfloat16).realize()
+        expected = Tensor(x).cast(dtypes.bfloat16).numpy().astype(np.float32) * 2
+        np.testing.assert_array_equal(f(a).numpy().astype(np.float32), expected)
+
+
 # ---------------------------------------------------------------- misuse
 
 

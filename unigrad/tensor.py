@@ -8,6 +8,7 @@ at the call that caused them, with the op, the shapes/dtypes and what was expect
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import itertools
 import math
@@ -303,6 +304,38 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     def __repr__(self) -> str:
         return f"<Tensor {self.uop.op.name} {self.shape} {self.dtype} on {self.device}>"
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+        """copy.deepcopy(t): the values copied now into a buffer of its own; requires_grad kept and .grad
+        deep-copied, as in torch. Only leaves can be copied (torch's rule): a result that requires grad raises."""
+        return Tensor.deep_copies([self], memo)[0]
+
+    @staticmethod
+    def deep_copies(ts: Sequence[Tensor], memo: dict[int, Any] | None = None) -> list[Tensor]:
+        """copy.deepcopy of each tensor, realized together. `memo` (deepcopy's) maps id(tensor) -> its copy: a
+        tensor met twice is copied once."""
+        memo = {} if memo is None else memo
+        fresh: list[Tensor] = []
+        for t in ts:
+            if id(t) in memo:
+                continue
+            if not t.is_leaf:
+                raise RuntimeError(
+                    "deepcopy: only tensors created explicitly by the user (graph leaves) support the deepcopy "
+                    f"protocol; this {t.shape} tensor is the result of ops that require grad (detach() it first)"
+                )
+            clone = Tensor(UOp(Ops.LOAD, (t.uop,), LoadArg()), device=t.device)  # a new buffer
+            memo[id(t)] = clone
+            fresh.append(clone)
+        if fresh:
+            Tensor.realize(*fresh)
+        for t in ts:
+            clone = memo[id(t)]
+            if t.requires_grad is not None and clone.requires_grad is None:
+                clone.requires_grad = t.requires_grad
+                if t.grad is not None:
+                    clone.grad = copy.deepcopy(t.grad, memo)
+        return [memo[id(t)] for t in ts]
+
     def _new(self, u: UOp, *others: Tensor) -> Tensor:
         """A tensor on this device for a UOp built from this one and `others` (no argument parsing: the hot
         path). Pass every other tensor `u` reads: the result requires grad if one of them does."""
@@ -417,16 +450,21 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             uops = _resolve_assigns([t.uop for t in group])
             pending = _pending_assigns(uops)
             outs = schedule(uops + pending, dev)
-            for t, u in zip(group, outs):
-                t._keep_graph_for_grad(u)
-                t.uop = u
+            owners = []
             for node, u in [*zip(uops, outs), *zip(pending, outs[len(group) :])]:
                 if not _is_assign(node):
                     continue
                 _assigns_done[node] = u
                 owner = _assign_owner.pop(node, None)  # no longer pending
                 if owner is not None and owner.uop is node:
-                    owner.uop = u
+                    owners.append((owner, u))
+            # a kept graph reads the assigns that ran here from their buffers, as the assigned tensors now do
+            graphs = _resolve_assigns(uops) if pending or owners else uops
+            for t, graph, u in zip(group, graphs, outs):
+                t._keep_graph_for_grad(graph, u)
+                t.uop = u
+            for owner, u in owners:
+                owner.uop = u
         return self
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -576,11 +614,11 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         else:
             self._requires_grad = True
 
-    def _keep_graph_for_grad(self, realized: UOp) -> None:
-        """Called as realize()/kernelize() swap this tensor's graph for `realized`: keep the graph of a
-        non-leaf that requires grad, so gradients still flow through it to the leaves."""
+    def _keep_graph_for_grad(self, graph: UOp, realized: UOp) -> None:
+        """Called as realize()/kernelize() swap this tensor's graph for `realized`: keep `graph` (its graph, with
+        the assigns that ran resolved) of a non-leaf that requires grad, so gradients still flow to the leaves."""
         if self._requires_grad and realized is not self.uop and not self.is_leaf:
-            remember_graph(realized, self.uop)
+            remember_graph(realized, graph)
 
     def _root_grad(self, op: str, gradient: Tensor | None) -> UOp:
         """d(loss)/d(self): `gradient`, or 1 for a one-element tensor."""
@@ -608,7 +646,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             if not t.dtype.is_float:
                 raise RuntimeError(f"gradient: only Tensors of floating point dtype have gradients, got {t.dtype}")
         out = []
-        for t, g in zip(targets, gradients(self.uop, root_grad, [t.uop for t in targets])):
+        root, *graphs = _resolve_assigns([self.uop, *(t.uop for t in targets)])
+        for t, g in zip(targets, gradients(root, root_grad, graphs)):
             if g is None and not materialize_grads:
                 raise RuntimeError(
                     f"gradient: a target of shape {t.shape} is not used in the graph of this tensor "
@@ -628,7 +667,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             raise RuntimeError("backward: element 0 of tensors does not require grad and does not have a grad_fn")
         root_grad = self._root_grad("backward", gradient)
         leaves = list(_leaves.values())
-        for t, g in zip(leaves, gradients(self.uop, root_grad, [t.uop for t in leaves])):
+        root, *graphs = _resolve_assigns([self.uop, *(t.uop for t in leaves)])
+        for t, g in zip(leaves, gradients(root, root_grad, graphs)):
             if g is not None:
                 gt = Tensor(g, device=t.device)
                 if create_graph:

@@ -62,6 +62,38 @@ def test_clone_and_new_constructors():
     assert i.new_zeros(2, dtype="float32").dtype is dtypes.float32
 
 
+def test_deepcopy_copies_values_grad_and_flags_as_torch():
+    import copy
+
+    from unigrad import no_grad
+
+    rng = np.random.default_rng(0)
+    for shape in ((0,), (1,), (3, 5)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        u, t = Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        (u * 2).sum().backward()
+        (t * 2).sum().backward()
+        cu, ct = copy.deepcopy(u), copy.deepcopy(t)
+        assert cu.requires_grad is ct.requires_grad is True and cu.is_leaf
+        check(cu.grad, ct.grad)
+        assert cu.grad is not u.grad
+        with no_grad():
+            cu.add_(1)  # the copy has its own buffer: the original keeps its values
+        check(u, t)
+        check(cu, ct + 1)
+        view = Tensor(x).realize().T if len(shape) == 2 else Tensor(x).realize()
+        cv = copy.deepcopy(view)
+        cv.mul_(3)
+        np.testing.assert_array_equal(view.numpy(), x.T if len(shape) == 2 else x)
+        np.testing.assert_allclose(cv.numpy(), (x.T if len(shape) == 2 else x) * 3)
+        assert cv.requires_grad is None
+    tied = Tensor(rng.standard_normal(3).astype(np.float32))
+    a, b = copy.deepcopy([tied, tied])
+    assert a is b  # a tensor met twice is copied once
+    with pytest.raises(RuntimeError, match=r"deepcopy: only tensors created explicitly by the user .*detach"):
+        copy.deepcopy(Tensor(x, requires_grad=True) * 2)
+
+
 @pytest.mark.parametrize(
     "formula,shape,sizes,ref",
     [

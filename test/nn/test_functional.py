@@ -429,14 +429,19 @@ def test_embedding_one_hot():
             TF.embedding(torch.tensor(idx), wt, max_norm=1.5, norm_type=p),
         )
         check(wu, wt)
-    # the gradient through renormalized rows; backward runs before the output is realized (realizing a graph that
-    # carries a pending assign to a leaf that requires grad drops the leaf's gradient: a library limitation)
-    wu, wt = Tensor(w * 3, requires_grad=True), torch.tensor(w * 3, requires_grad=True)
+    # the gradient through renormalized rows, with backward before and after the output (and so the in-place
+    # renormalization of the trainable weight) is realized
     g = randn(2, 3, 4)
-    (F.embedding(Tensor(idx), wu, max_norm=1.5) * Tensor(g)).sum().backward()
+    wt = torch.tensor(w * 3, requires_grad=True)
     (TF.embedding(torch.tensor(idx), wt, max_norm=1.5) * torch.tensor(g)).sum().backward()
-    np.testing.assert_allclose(wu.grad.numpy(), wt.grad.numpy(), atol=1e-6)
-    check(wu, wt)
+    for realize_first in (False, True):
+        wu = Tensor(w * 3, requires_grad=True)
+        loss = (F.embedding(Tensor(idx), wu, max_norm=1.5) * Tensor(g)).sum()
+        if realize_first:
+            loss.realize()
+        loss.backward()
+        np.testing.assert_allclose(wu.grad.numpy(), wt.grad.numpy(), atol=1e-6)
+        check(wu, wt)
     with pytest.raises(RuntimeError, match=r"embedding\(\): expected an integer index tensor .* got dtypes.float32"):
         F.embedding(Tensor(randn(3)), Tensor(w))
     i = labels(5, 4, 3)

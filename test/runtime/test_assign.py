@@ -211,3 +211,25 @@ def test_assign_through_a_padded_view_skips_the_padding(device):
     v = np.arange(20, dtype=np.float32).reshape(4, 5) + 100
     a.pad(((1, 1), (2, 0))).assign(Tensor(v, device=device)).realize()
     np.testing.assert_array_equal(a.numpy(), v[1:3, 2:])
+
+
+@pytest.mark.parametrize("when", ["lazy", "loss_realized", "assign_realized", "product_realized"])
+def test_gradient_reaches_a_leaf_through_its_assign(when):
+    # a leaf that requires grad, assigned a new value; the loss reads it. Whatever is realized before backward()
+    # (the loss with the pending assign, the assign alone, an intermediate), the gradient is d(loss)/d(new value)
+    rng = np.random.default_rng(0)
+    new, g = rng.standard_normal(5).astype(np.float32), rng.standard_normal(5).astype(np.float32)
+    w = Tensor(rng.standard_normal(5).astype(np.float32), requires_grad=True)
+    w.assign(Tensor(new))
+    prod = w * w
+    if when == "product_realized":
+        prod.realize()
+    loss = (prod * Tensor(g)).sum()
+    if when == "loss_realized":
+        loss.realize()
+    if when == "assign_realized":
+        w.realize()
+    loss.backward()
+    assert w.grad is not None
+    np.testing.assert_allclose(w.grad.numpy(), 2 * new * g, rtol=1e-6)
+    np.testing.assert_allclose(w.numpy(), new)

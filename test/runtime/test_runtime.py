@@ -68,6 +68,22 @@ def test_to_device(src, dst):
     np.testing.assert_allclose(b.numpy(), np.arange(6).reshape(2, 3) * 2 + 1)
 
 
+@pytest.mark.parametrize("src,dst", [("CPU", "PYTHON"), ("PYTHON", "CPU")])
+def test_copies_of_different_sizes_in_one_realize(src, dst):
+    # the memory plan may put a small copy's destination (or source) on a larger shared buffer: only the copy's
+    # elements move
+    rng = np.random.default_rng(0)
+    for n, m in ((3, 1), (1, 3), (6, 0), (4, 4)):
+        xa, xb = rng.standard_normal(n).astype(np.float32), rng.standard_normal((m, 1)).astype(np.float32)
+        a = (Tensor(xa, device=src) * 2).to(dst).contiguous()
+        b = (Tensor(xb, device=src) + 1).to(dst).contiguous()
+        c = Tensor(xb, device=src).to(dst).contiguous()
+        a.realize(b, c)
+        np.testing.assert_allclose(a.numpy(), xa * 2, rtol=1e-6)
+        np.testing.assert_allclose(b.numpy(), xb + 1, rtol=1e-6)
+        np.testing.assert_allclose(c.numpy(), xb)
+
+
 def test_compile_cache_on_disk(tmp_path):
     src = "void k(float* restrict data0) { data0[0] = 1.0f; }"
     with Context(CACHEDIR=str(tmp_path)):

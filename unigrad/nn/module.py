@@ -360,18 +360,9 @@ class Module:
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Module:
         """A copy with its own buffers: every parameter and buffer is copied into a new device buffer (keeping its
-        requires_grad and its ties: a tensor reached twice is copied once); everything else is deep-copied.
-        (Tensors share their buffer under copy.deepcopy, which would make the copy write into the original.)"""
-        fresh: list[Tensor] = []
-        for m in self.modules():
-            for _, t, _ in m._members()[0]:
-                if id(t) not in memo:
-                    clone = Tensor.empty(*t.shape, dtype=t.dtype, device=t.device).assign(t.detach())
-                    clone.requires_grad = t.requires_grad
-                    memo[id(t)] = clone
-                    fresh.append(clone)
-        if fresh:
-            Tensor.realize(*fresh)
+        requires_grad and its ties: a tensor reached twice is copied once), all in one realize; everything else is
+        deep-copied."""
+        Tensor.deep_copies([t for m in self.modules() for _, t, _ in m._members()[0]], memo)  # realized together
         new = object.__new__(type(self))
         memo[id(self)] = new
         for k, v in vars(self).items():

@@ -30,9 +30,11 @@ class Allocator:
         raise NotImplementedError
 
     def copyin(self, handle: Any, src: np.ndarray) -> None:
+        """Write the flat `src` (at most the buffer's size) to the start of the buffer."""
         raise NotImplementedError
 
     def copyout(self, handle: Any, dtype: DType, size: int) -> np.ndarray:
+        """The first `size` elements (at most the buffer's) as a flat numpy array (bfloat16: its raw bits)."""
         raise NotImplementedError
 
     def free(self, handle: Any, nbytes: int) -> None:
@@ -156,6 +158,13 @@ class Buffer:
         if flat.size != self.size:
             raise ValueError(f"copyin: buffer holds {self.size} elements, got {flat.size}")
         Device[self.device].allocator.copyin(self.handle, flat.astype(to_numpy_dtype(self.dtype), copy=False))
+        return self
+
+    def copy_from(self, src: Buffer) -> Buffer:
+        """Copy `src`'s elements here, through the host, as raw bits (bfloat16 stays bfloat16). Either buffer may be
+        one the memory plan shares, larger than the values copied: the smaller size covers them."""
+        n = min(self.size, src.size)
+        Device[self.device].allocator.copyin(self.handle, Device[src.device].allocator.copyout(src.handle, src.dtype, n))
         return self
 
     def numpy(self) -> np.ndarray:

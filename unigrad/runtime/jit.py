@@ -131,7 +131,7 @@ def _bind(
         for pos, slot in holes:
             full[pos] = inputs[slot]
         if prog is None:  # a copy between devices, through the host
-            full[0].copyin(full[1].numpy())  # type: ignore[union-attr]
+            full[0].copy_from(full[1])  # type: ignore[union-attr, arg-type]
         else:
             prog(full, var_vals)
 

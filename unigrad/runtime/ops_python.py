@@ -28,12 +28,12 @@ class PythonAllocator(Allocator):
         vals = src.tolist()
         if src.dtype == np.uint16 and len(handle) and isinstance(handle[0], float):  # bfloat16 bits
             vals = (src.astype(np.uint32) << 16).view(np.float32).tolist()
-        handle[:] = vals
+        handle[: len(vals)] = vals
 
     def copyout(self, handle: Any, dtype: DType, size: int) -> np.ndarray:
         if dtype is dtypes.bfloat16:
-            return (np.array(handle, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
-        return np.array(handle, dtype=to_numpy_dtype(dtype)).reshape(size)
+            return (np.array(handle[:size], dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
+        return np.array(handle[:size], dtype=to_numpy_dtype(dtype))
 
 
 class PythonCompiler(Compiler):

@@ -410,9 +410,7 @@ def run_call(call: UOp, var_vals: dict[str, int]) -> None:
 def _run(ast: UOp, bufs: list[Buffer], var_vals: dict[str, int]) -> None:
     """Run one kernel (or a copy between devices, an `ast` LOAD) on its buffers."""
     if ast.op is Ops.LOAD:  # copy between devices, through the host
-        dst, src = bufs[0].ensure_allocated(), bufs[1]
-        # the destination's size: a source shared by the memory plan may be larger; raw bits (bfloat16 stays bfloat16)
-        dst.copyin(Device[src.device].allocator.copyout(src.handle, src.dtype, dst.size))
+        bufs[0].copy_from(bufs[1])
         if jit.capturing() is not None:
             jit.note_step("copy", None, bufs, var_vals)
         return
