@@ -15,7 +15,7 @@ import math
 import operator
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -148,13 +148,14 @@ def _is_assign(u: UOp) -> bool:
     return u.op is Ops.AFTER and len(u.src) == 2 and u.src[1].op is Ops.STORE
 
 
-def _resolve_assigns(uops: list[UOp]) -> list[UOp]:
-    """`uops` with every already-scheduled assign replaced by the view of its buffer (one walk over them all)."""
-    if not _assigns_done:
+def _resolve_assigns(uops: list[UOp], ran: Mapping[UOp, UOp] = _assigns_done) -> list[UOp]:
+    """`uops` with every already-scheduled assign (those in `ran`) replaced by the view of its buffer (one walk over
+    them all)."""
+    if not ran or not uops:
         return uops
-    walk = UOp(Ops.TUPLE, tuple(uops)).toposort()
-    done = {n: _assigns_done[n] for n in walk if _is_assign(n) and n in _assigns_done}
-    return [u.substitute(done) for u in uops] if done else uops
+    tup = UOp(Ops.TUPLE, tuple(uops))
+    done = {n: ran[n] for n in tup.toposort() if _is_assign(n) and n in ran}
+    return list(tup.substitute(done).src) if done else uops
 
 
 def _pending_assigns(uops: list[UOp]) -> list[UOp]:
@@ -450,21 +451,20 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             uops = _resolve_assigns([t.uop for t in group])
             pending = _pending_assigns(uops)
             outs = schedule(uops + pending, dev)
-            owners = []
+            ran: dict[UOp, UOp] = {}
             for node, u in [*zip(uops, outs), *zip(pending, outs[len(group) :])]:
-                if not _is_assign(node):
-                    continue
-                _assigns_done[node] = u
+                if _is_assign(node):
+                    ran[node] = _assigns_done[node] = u
+            # a graph kept for gradients reads the assigns that ran here from their buffers, as their owners now do
+            kept = [i for i, t in enumerate(group) if t._requires_grad and outs[i] is not t.uop and not t.is_leaf]
+            for i, graph in zip(kept, _resolve_assigns([uops[i] for i in kept], ran)):
+                remember_graph(outs[i], graph)
+            for t, u in zip(group, outs):
+                t.uop = u
+            for node, u in ran.items():
                 owner = _assign_owner.pop(node, None)  # no longer pending
                 if owner is not None and owner.uop is node:
-                    owners.append((owner, u))
-            # a kept graph reads the assigns that ran here from their buffers, as the assigned tensors now do
-            graphs = _resolve_assigns(uops) if pending or owners else uops
-            for t, graph, u in zip(group, graphs, outs):
-                t._keep_graph_for_grad(graph, u)
-                t.uop = u
-            for owner, u in owners:
-                owner.uop = u
+                    owner.uop = u
         return self
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -613,12 +613,6 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             self.uop = UOp(Ops.DETACH, (self.uop,))
         else:
             self._requires_grad = True
-
-    def _keep_graph_for_grad(self, graph: UOp, realized: UOp) -> None:
-        """Called as realize()/kernelize() swap this tensor's graph for `realized`: keep `graph` (its graph, with
-        the assigns that ran resolved) of a non-leaf that requires grad, so gradients still flow to the leaves."""
-        if self._requires_grad and realized is not self.uop and not self.is_leaf:
-            remember_graph(realized, graph)
 
     def _root_grad(self, op: str, gradient: Tensor | None) -> UOp:
         """d(loss)/d(self): `gradient`, or 1 for a one-element tensor."""
