@@ -256,11 +256,65 @@ def test_error_no_kernels():
         jit(Tensor(rand(4)))
 
 
-def test_multi_device_input_is_refused_at_the_call():
-    @TinyJit
-    def f(x: Tensor) -> Tensor:
-        return (x * 2).realize()
+D2 = ("CPU:0", "CPU:1")
 
-    x = Tensor(np.ones((4, 2), np.float32)).shard(("CPU:0", "CPU:1"), axis=0)
-    with pytest.raises(JitError, match=r"several devices \('CPU:0', 'CPU:1'\) \(shape \(4, 2\)\)"):
-        f(x)
+
+@pytest.mark.parametrize("axis", [0, None], ids=["data_parallel", "replicated_input"])
+def test_multi_device_training_step_replays_as_eager(axis):
+    # an SGD step of an MLP with replicated weights on two devices, the batch split (or replicated): replays give
+    # the eager step's losses and weights, on new inputs each call
+    rng = np.random.default_rng(5)
+    ws = [rng.standard_normal(s).astype(np.float32) * 0.5 for s in ((6, 8), (8, 3))]
+
+    def make():
+        w1, w2 = (Tensor(w, device=D2, requires_grad=True) for w in ws)
+        opt = optim.SGD([w1, w2], lr=0.1, momentum=0.9)
+
+        def step(x: Tensor, y: Tensor) -> Tensor:
+            opt.zero_grad()
+            loss = (((x @ w1).relu() @ w2 - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            return loss.realize()
+
+        return step, (w1, w2)
+
+    eager, ew = make()
+    jitted, jw = make()
+    jitted = TinyJit(jitted)
+    for i in range(5):
+        xn, yn = rng.standard_normal((4, 6)).astype(np.float32), rng.standard_normal((4, 3)).astype(np.float32)
+        e = eager(Tensor(xn).shard(D2, axis), Tensor(yn).shard(D2, axis))
+        j = jitted(Tensor(xn).shard(D2, axis), Tensor(yn).shard(D2, axis))
+        assert j.device == D2
+        np.testing.assert_allclose(j.numpy(), e.numpy(), rtol=1e-6)
+        for a, b in zip(jw, ew):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7)
+    assert jitted.plan is not None and jitted.plan.n_kernels > 0
+
+
+def test_multi_device_outputs_and_returned_inputs():
+    @TinyJit
+    def f(x: Tensor, y: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        return (x * 2 + y).realize(), x, (x.sum(0)).realize()
+
+    for i in range(4):
+        xn, yn = rand(4, 3) + i, rand(4, 3)
+        x, y = Tensor(xn).shard(D2, 0), Tensor(yn).shard(D2, 0)
+        a, same, s = f(x, y)
+        assert a.device == same.device == s.device == D2 and a.uop.axis == 0
+        np.testing.assert_allclose(a.numpy(), xn * 2 + yn, rtol=1e-6)
+        np.testing.assert_array_equal(same.numpy(), xn)
+        np.testing.assert_allclose(s.numpy(), xn.sum(0), rtol=1e-5)
+        np.testing.assert_allclose((a + 1).numpy(), xn * 2 + yn + 1, rtol=1e-6)  # a usable multi-device tensor
+
+
+def test_multi_device_changed_split_axis_is_refused():
+    f = TinyJit(lambda x: (x * 2).realize())
+    for _ in range(2):
+        f(Tensor(rand(4, 2)).shard(D2, 0))
+    with pytest.raises(JitError, match=r"input tensor 0 has split axis across its devices 1, .* captured for 0"):
+        f(Tensor(rand(4, 2)).shard(D2, 1))
+    xn = rand(4, 2)
+    view = Tensor(xn).shard(D2, 0).realize().flip(1)  # a view of the parts: copied to plain ones first
+    np.testing.assert_allclose(f(view).numpy(), xn[:, ::-1] * 2)

@@ -6,8 +6,10 @@ counters). Calls 3+ copy nothing and build no graph: they check the inputs again
 the recorded programs on the new inputs' buffers, with the Variable values bound in the arguments.
 
 Outputs of a replay are views of the same buffers every time (as tinygrad): read them before the next call.
+Multi-device inputs (tensors on a tuple of devices) are captured too: each device's part is an input slot.
+
 Misuse that would make a replay compute something else raises JitError at the call: changed input shapes,
-dtypes or devices, changed non-Tensor arguments, one buffer passed twice, non-Tensor outputs, reading values
+dtypes, devices or split axis, changed non-Tensor arguments, one buffer passed twice, non-Tensor outputs, reading values
 (.numpy(), .item(), .tolist()) inside the function, and a function that runs no kernels.
 """
 
@@ -22,7 +24,9 @@ from unigrad.helpers import tree_fill, tree_flatten
 from unigrad.ir.ops import Ops
 from unigrad.ir.sint import bound_vars, unbind
 from unigrad.ir.uop import UOp
+from unigrad.pipeline.rangeify import view_base
 from unigrad.runtime import jit
+from unigrad.runtime import multi as rt_multi
 from unigrad.runtime import realize as rt
 from unigrad.runtime.jit import JitError
 from unigrad.tensor import Tensor
@@ -53,23 +57,31 @@ def _no_value_output(name: str) -> Callable[[Any], Any]:
     return refuse
 
 
-def _base_buffer(u: UOp) -> UOp | None:
-    """The BUFFER a view of a whole buffer stands for (RESHAPEs of a BUFFER), else None."""
+def _plain_base(u: UOp, numel: Any) -> UOp | None:
+    """The BUFFER a tensor of `numel` elements holding a whole buffer in row-major order stands for, else None:
+    RESHAPEs of a one-device BUFFER, or the global view of a tuple BUFFER (a multi-device tensor,
+    runtime/multi.py) whose parts are such views."""
+    if isinstance(u.device, tuple):
+        base = view_base(u)
+        if base.op is not Ops.BUFFER or u is not rt_multi.global_view(base, u.shape, u.axis):
+            return None
+        return base if all(_plain_base(p, p.shape[0]) is not None for p in rt_multi.parts[base]) else None
     while u.op is Ops.RESHAPE:
         u = u.src[0]
-    return u if u.op is Ops.BUFFER else None
+    return u if u.op is Ops.BUFFER and rt.buffers[u].size == numel else None
 
 
 def _plain_input(t: Tensor) -> Tensor:
-    """`t` realized as a whole row-major buffer: captured kernels read inputs by that layout only."""
-    base = _base_buffer(t.uop)
-    if base is not None and rt.buffers[base].size == t.numel():
+    """`t` realized as a whole row-major buffer (on several devices: whole row-major parts): captured kernels read
+    inputs by that layout only."""
+    if _plain_base(t.uop, t.numel()) is not None:
         return t
     t.realize()
-    base = _base_buffer(t.uop)
-    if base is not None and rt.buffers[base].size == t.numel():
+    if _plain_base(t.uop, t.numel()) is not None:
         return t
     return t.contiguous().realize()
+
+
 
 
 class TinyJit(Generic[ReturnType]):
@@ -85,11 +97,11 @@ class TinyJit(Generic[ReturnType]):
         """Forget the capture: the next call runs normally again, the one after captures."""
         self.cnt = 0
         self.plan: jit.JitPlan | None = None
-        self._signature: list[tuple[Any, Any, str]] = []
+        self._signature: list[tuple[Any, ...]] = []
         self._structure: Any = None
         self._input_uops: list[UOp] = []
         self._out_structure: Any = None
-        self._output_uops: list[UOp] = []
+        self._outputs: list[tuple[UOp, str | tuple[str, ...]]] = []  # (uop, device) of each output
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         """As a method decorator: bind the instance (one capture per TinyJit object, as tinygrad)."""
@@ -102,12 +114,7 @@ class TinyJit(Generic[ReturnType]):
         args, kwargs = tree_fill(structure, leaves)
         structure = (structure, tuple(_leaf_kind(x) for x in leaves))  # what must not change between calls
         tensors = [x for x in leaves if isinstance(x, Tensor)]
-        if (multi := next((t for t in tensors if isinstance(t.device, tuple)), None)) is not None:
-            raise JitError(
-                f"TinyJit({self.name}): an input on several devices {multi.device} (shape {multi.shape}): capturing "
-                "multi-device tensors is not supported yet; call the function without TinyJit"
-            )
-        bufs = [rt.buffer_of(t.uop) for t in tensors]
+        bufs = [b for t in tensors for b in _buffers(t)]  # the replay's input slots, a multi-device tensor's parts
         self._check_distinct(tensors, bufs)
         bound = [x for x in leaves if isinstance(x, UOp)] + [v for t in tensors for d in t.shape for v in bound_vars(d)]
         var_vals = {v.arg.name: v.src[3].arg.value for v in bound}
@@ -131,12 +138,12 @@ class TinyJit(Generic[ReturnType]):
                 f"TinyJit({self.name}): the function ran no kernels while it was captured, so there is nothing to "
                 "replay; jit a function that computes something on its inputs"
             )
-        out_bufs = {id(rt.buffer_of(t.uop)) for t in outs}
+        out_bufs = {id(b) for t in outs for b in _buffers(t)}
         self.plan = jit.plan(cap, bufs, out_bufs)
         self._signature = [self._sig(t) for t in tensors]
         self._structure = structure
-        self._input_uops = [_base_buffer(t.uop) for t in tensors]  # type: ignore[misc]
-        self._output_uops = [t.uop for t in outs]
+        self._input_uops = [view_base(t.uop) for t in tensors]
+        self._outputs = [(t.uop, t.device) for t in outs]
         return out
 
     def _replay(self, structure: Any, tensors: list[Tensor], bufs: list[Any], var_vals: dict[str, int]) -> Any:
@@ -146,19 +153,20 @@ class TinyJit(Generic[ReturnType]):
             buf.copyin(rng.next_state(n))
         self.plan.run(bufs, var_vals)
         rt.stats.kernels += self.plan.n_kernels
-        new_inputs = {old: _base_buffer(t.uop) for old, t in zip(self._input_uops, tensors)}
+        new_inputs = {old: view_base(t.uop) for old, t in zip(self._input_uops, tensors)}
         outs = []
-        for u in self._output_uops:
-            base = _base_buffer(u)
-            if base is not None and base in new_inputs:  # the function returned (a view of) an input
+        for u, device in self._outputs:
+            base = view_base(u)
+            if base in new_inputs:  # the function returned (a view of) an input
                 u = u.substitute({base: new_inputs[base]})  # type: ignore[dict-item]
-            outs.append(Tensor(u))
+            outs.append(Tensor(u, device=device))
         return tree_fill(self._out_structure, outs)
 
     # ---------------------------------------------------------------- checks
     @staticmethod
-    def _sig(t: Tensor) -> tuple[Any, Any, str]:
-        return tuple(unbind(d) for d in t.shape), t.dtype, t.device  # symbolic dims match for every value
+    def _sig(t: Tensor) -> tuple[Any, ...]:
+        # symbolic dims match for every value; a multi-device tensor's split axis (None: a whole copy on each)
+        return tuple(unbind(d) for d in t.shape), t.dtype, t.device, t.uop.axis
 
     def _check_distinct(self, tensors: list[Tensor], bufs: list[Any]) -> None:
         seen: dict[int, int] = {}
@@ -179,8 +187,8 @@ class TinyJit(Generic[ReturnType]):
         for i, (t, want) in enumerate(zip(tensors, self._signature)):
             got = self._sig(t)
             if got != want:
-                what = "shape" if got[0] != want[0] else "dtype" if got[1] != want[1] else "device"
-                idx = {"shape": 0, "dtype": 1, "device": 2}[what]
+                idx = next(i for i in range(4) if got[i] != want[i])
+                what = ("shape", "dtype", "device", "split axis across its devices")[idx]
                 raise JitError(
                     f"TinyJit({self.name}): input tensor {i} has {what} {got[idx]}, but the kernels were captured "
                     f"for {want[idx]}; call jit.reset() to capture again (or use a separate TinyJit per {what})"
@@ -204,6 +212,14 @@ def _same(a: Any, b: Any) -> bool:
         return bool(a == b)
     except Exception:  # noqa: BLE001 - objects whose == does not give a bool (numpy arrays): compare identity
         return a is b
+
+
+def _buffers(t: Tensor) -> list[Any]:
+    """The device buffers a realized tensor is a view of: one, or one per device of a multi-device tensor."""
+    base = view_base(t.uop)
+    if isinstance(t.device, tuple):
+        return [rt.buffer_of(p) for p in rt_multi.parts[base]]
+    return [rt.buffer_of(base)]
 
 
 def _is_tensor(x: Any) -> bool:
