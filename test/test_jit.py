@@ -173,7 +173,10 @@ def test_python_device():
 
     for _ in range(4):
         x = rand(3, 2)
-        np.testing.assert_allclose(f(Tensor(x, device="PYTHON")).numpy(), (x * x).sum(0), rtol=1e-6)
+        out = f(Tensor(x, device="PYTHON"))
+        assert out.device == "PYTHON"  # replays too (an output took the default device)
+        np.testing.assert_allclose(out.numpy(), (x * x).sum(0), rtol=1e-6)
+        np.testing.assert_allclose((out + 1).numpy(), (x * x).sum(0) + 1, rtol=1e-6)
 
 
 def test_copy_between_devices_replays_raw_bits():
