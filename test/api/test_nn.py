@@ -106,6 +106,32 @@ def test_cross_entropy_spatial(rng):
     close(Tensor(x).cross_entropy(Tensor(y)), F.cross_entropy(torch.tensor(x), torch.tensor(y)))
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+@pytest.mark.parametrize("shape", [(5,), (1, 5), (7, 5), (3, 4, 2, 3), (0, 5)], ids=str)
+def test_cross_entropy_weight_and_ignore_index_forward_backward(rng, reduction, smoothing, shape):
+    # the Tensor method takes torch's weight and ignore_index (F.cross_entropy delegates to it)
+    c = shape[1] if len(shape) > 1 else shape[0]
+    x = randn(rng, *shape)
+    y = rng.integers(0, c, shape[:1] + shape[2:] if len(shape) > 1 else ())
+    y = np.where(rng.random(y.shape) < 0.3, -100, y) if y.ndim else y  # some targets ignored
+    w = rng.random(c).astype(np.float32) + 0.5
+    xt = torch.tensor(x, requires_grad=True)
+    want = F.cross_entropy(
+        xt, torch.tensor(y), weight=torch.tensor(w), reduction=reduction, label_smoothing=smoothing
+    )
+    xu = Tensor(x, requires_grad=True)
+    got = xu.cross_entropy(Tensor(y), reduction=reduction, label_smoothing=smoothing, weight=Tensor(w))
+    close(got, want)
+    if want.numel() and not torch.isnan(want).any():
+        g = randn(rng, *want.shape)
+        (want * torch.tensor(g)).sum().backward()
+        (got * Tensor(g)).sum().backward()
+        close(xu.grad, xt.grad)
+    with pytest.raises(RuntimeError, match=r"cross_entropy: weight must have shape \(%d,\)" % c):
+        Tensor(x).cross_entropy(Tensor(y), weight=Tensor(w[:-1]) if c > 1 else Tensor(np.ones(2, np.float32)))
+
+
 @pytest.mark.parametrize("ignore", [None, 2])
 def test_nll_and_sparse_categorical(rng, ignore):
     x, y = randn(rng, 7, 4), rng.integers(0, 4, 7)

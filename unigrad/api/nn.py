@@ -233,26 +233,14 @@ class NNMixin:
 
     # ---------------------------------------------------------------- losses
     @staticmethod
-    def _reduce_loss(loss: Tensor, reduction: str, op: str) -> Tensor:
-        if reduction == "mean":
-            return loss.mean()
-        if reduction == "sum":
-            return loss.sum()
-        if reduction == "none":
-            return loss
-        raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    def _check_reduction(reduction: str, op: str) -> None:
+        if reduction not in ("mean", "sum", "none"):
+            raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
-    def cross_entropy(self: Tensor, Y: Tensor, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
-        """Logits (N, C) or (C,) against class indices or class probabilities, as torch.nn.functional."""
-        axis = 1 if self.ndim > 1 else 0
-        NNMixin._check_target(self, Y, axis, "cross_entropy", probabilities=Y.dtype.is_float)
-        logp = self.log_softmax(axis)
-        target = Y if Y.dtype.is_float else Y.one_hot(self.shape[axis]).cast(logp.dtype)
-        if Y.dtype.is_float is False and axis == 1 and self.ndim > 2:  # (N, C, d...): classes on axis 1
-            target = target.permute(0, target.ndim - 1, *range(1, target.ndim - 1))
-        if label_smoothing:
-            target = target * (1 - label_smoothing) + label_smoothing / self.shape[axis]
-        return NNMixin._reduce_loss(-(logp * target).sum(axis), reduction, "cross_entropy")
+    @staticmethod
+    def _reduce_loss(loss: Tensor, reduction: str, op: str) -> Tensor:
+        NNMixin._check_reduction(reduction, op)
+        return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
 
     @staticmethod
     def _check_target(x: Tensor, Y: Tensor, axis: int, op: str, probabilities: bool = False) -> None:
@@ -266,6 +254,47 @@ class NNMixin:
                 f"{op}: target shape {Y.shape} does not match input shape {x.shape}: expected {kind} of shape {want}"
             )
 
+    def cross_entropy(
+        self: Tensor,
+        Y: Tensor,
+        reduction: str = "mean",
+        label_smoothing: float = 0.0,
+        weight: Tensor | None = None,
+        ignore_index: int | None = -100,
+    ) -> Tensor:
+        """Logits (N, C, d...) or (C,) against class indices (N, d...) or class probabilities of the logits' shape,
+        as torch.nn.functional.cross_entropy: `weight` per class; index targets equal to ignore_index don't count,
+        and the mean divides by the summed weights of the targets that count; label_smoothing mixes in the uniform
+        distribution (for indices: (1 - s) * nll + s/C * the weighted sum of -log-probabilities over the classes)."""
+        axis = 1 if self.ndim > 1 else 0
+        probabilities = Y.dtype.is_float
+        NNMixin._check_target(self, Y, axis, "cross_entropy", probabilities=probabilities)
+        NNMixin._check_reduction(reduction, "cross_entropy")
+        if not 0.0 <= label_smoothing <= 1.0:
+            raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+        c = self.shape[axis]
+        w = NNMixin._class_weight(self, weight, "cross_entropy")
+        logp = self.log_softmax(axis)
+        if probabilities:
+            p = Y.cast(self.dtype)
+            if label_smoothing:
+                p = p * (1 - label_smoothing) + label_smoothing / c
+            loss = -(logp * p if w is None else logp * p * w).sum(axis)
+            if reduction == "mean":  # over the targets (all the input's elements but the class dim)
+                return loss.sum() / (self.numel() // c) if self.numel() else loss.sum() * math.nan
+            return NNMixin._reduce_loss(loss, reduction, "cross_entropy")
+        nll = logp._nll(Y, w, ignore_index, reduction)
+        if not label_smoothing:
+            return nll
+        keep = (Y != ignore_index).cast(self.dtype) if ignore_index is not None else Y.ones_like().cast(self.dtype)
+        smooth = -(logp if w is None else logp * w).sum(axis) * keep
+        if reduction == "mean":
+            denom = keep.sum() if w is None else (logp._picked_onehot(Y) * w).sum(axis).mul(keep).sum()
+            smooth = NNMixin._weighted_mean(smooth.sum(), denom)
+        else:
+            smooth = NNMixin._reduce_loss(smooth, reduction, "cross_entropy")
+        return nll * (1 - label_smoothing) + smooth * (label_smoothing / c)
+
     def nll_loss(
         self: Tensor,
         Y: Tensor,
@@ -273,27 +302,55 @@ class NNMixin:
         ignore_index: int | None = None,
         reduction: str = "mean",
     ) -> Tensor:
-        """Log-probabilities (N, C, ...) or (C,) against class indices, as torch.nn.functional.nll_loss (tinygrad's
+        """Log-probabilities (N, C, d...) or (C,) against class indices, as torch.nn.functional.nll_loss (tinygrad's
         argument order; the older (Y, reduction, ignore_index) order still works). Each picked term is scaled by
         weight[class]; the mean divides by the summed weights of the targets not ignored."""
         if isinstance(weight, str):  # nll_loss(Y, reduction, ignore_index)
             reduction, weight = weight, None
+        NNMixin._check_target(self, Y, 1 if self.ndim > 1 else 0, "nll_loss")
+        NNMixin._check_reduction(reduction, "nll_loss")
+        return self._nll(Y, NNMixin._class_weight(self, weight, "nll_loss"), ignore_index, reduction)
+
+    def _nll(self: Tensor, Y: Tensor, w: Tensor | None, ignore_index: int | None, reduction: str) -> Tensor:
+        """-self[n, Y[n]] * w[Y[n]] over the class dim (1, or 0 for a 1-d input), then reduced; w: None or the
+        class weights along that dim (_class_weight)."""
         axis = 1 if self.ndim > 1 else 0
-        NNMixin._check_target(self, Y, axis, "nll_loss")
-        mask = Y.one_hot(self.shape[axis]).cast(self.dtype)
-        if weight is not None:
-            mask = mask * weight.cast(self.dtype)
-        if self.ndim > 2:
-            mask = mask.permute(0, mask.ndim - 1, *range(1, mask.ndim - 1))
-        picked = -(self * mask).sum(axis)
-        if ignore_index is None and weight is None:
-            return NNMixin._reduce_loss(picked, reduction, "nll_loss")
-        keep = (Y != ignore_index).cast(self.dtype) if ignore_index is not None else Y.ones_like().cast(self.dtype)
-        picked = picked * keep
+        mask = self._picked_onehot(Y)
+        if w is not None:
+            mask = mask * w
+        if ignore_index is not None:
+            mask = mask * (Y != ignore_index).cast(self.dtype).unsqueeze(axis)
+        loss = -((mask != 0).where(self, 0.0) * mask).sum(axis)  # where first: a -inf elsewhere adds no nan
         if reduction == "mean":
-            w = keep if weight is None else keep * mask.sum(axis)
-            return picked.sum() / w.sum()
-        return NNMixin._reduce_loss(picked, reduction, "nll_loss")
+            return NNMixin._weighted_mean(loss.sum(), mask.sum())
+        return NNMixin._reduce_loss(loss, reduction, "nll_loss")
+
+    def _picked_onehot(self: Tensor, Y: Tensor) -> Tensor:
+        """self's dtype one-hot of the class indices Y along self's class dim (1, or 0 for a 1-d self); all zeros
+        where Y is no class (an ignore_index)."""
+        from unigrad.tensor import Tensor
+
+        axis = 1 if self.ndim > 1 else 0
+        c = self.shape[axis]
+        classes = Tensor.arange(c, device=self.device).reshape(tuple(c if i == axis else 1 for i in range(self.ndim)))
+        return (Y.unsqueeze(axis) == classes).cast(self.dtype)
+
+    @staticmethod
+    def _class_weight(x: Tensor, weight: Tensor | None, op: str) -> Tensor | None:
+        """A loss's per-class weight (C,) checked, cast to x's dtype and shaped to broadcast along x's class dim."""
+        if weight is None:
+            return None
+        axis = 1 if x.ndim > 1 else 0
+        c = x.shape[axis]
+        if weight.shape != (c,):
+            raise RuntimeError(f"{op}: weight must have shape ({c},) (one per class), got {weight.shape}")
+        return weight.cast(x.dtype).reshape(tuple(c if i == axis else 1 for i in range(x.ndim)))
+
+    @staticmethod
+    def _weighted_mean(total: Tensor, weight_sum: Tensor) -> Tensor:
+        """total / weight_sum; nan when no target counts (all ignored), with a zero gradient there, as torch."""
+        none = weight_sum == 0
+        return none.where(math.nan, total / none.where(1.0, weight_sum))
 
     def sparse_categorical_crossentropy(
         self: Tensor, Y: Tensor, ignore_index: int = -1, label_smoothing: float = 0.0, reduction: str = "mean"

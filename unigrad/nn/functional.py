@@ -1355,26 +1355,8 @@ def _check_index_target(x: Tensor, target: Tensor, fn: str) -> None:
 
 
 def _class_weight(weight: Tensor | None, x: Tensor, fn: str) -> Tensor | None:
-    if weight is None:
-        return None
-    c = x.shape[_class_dim(x)]
-    if _tensor(weight, fn, "weight").shape != (c,):
-        raise RuntimeError(f"{fn}(): weight must have shape ({c},) (one per class), got {weight.shape}")
-    return weight.cast(x.dtype)
-
-
-def _along_class(v: Tensor, x: Tensor) -> Tensor:
-    """A (C,) vector reshaped to broadcast along x's class dim."""
-    cd = _class_dim(x)
-    return v.reshape(tuple(s if i == cd else 1 for i, s in enumerate(x.shape)))
-
-
-def _picked_onehot(x: Tensor, target: Tensor) -> Tensor:
-    """x's dtype one-hot of target along x's class dim (all zeros where the target is no class, as ignore_index)."""
-    cd = _class_dim(x)
-    c = x.shape[cd]
-    classes = Tensor.arange(c, device=x.device).reshape(tuple(c if i == cd else 1 for i in range(x.ndim)))
-    return (target.unsqueeze(cd) == classes).cast(x.dtype)
+    """A (C,) per-class weight, checked and shaped to broadcast along x's class dim."""
+    return None if weight is None else Tensor._class_weight(x, _tensor(weight, fn, "weight"), f"{fn}()")
 
 
 def nll_loss(
@@ -1387,31 +1369,11 @@ def nll_loss(
     reduction: str = "mean",
 ) -> Tensor:
     """-input[n, target[n]] * weight[target[n]] for log-probabilities (N, C, *) or (C,); 'mean' divides by the
-    summed weights of the targets that are not ignore_index."""
+    summed weights of the targets that are not ignore_index (Tensor.nll_loss)."""
     x, t = _float_tensor(input, "nll_loss"), _tensor(target, "nll_loss", "target")
     red = _reduction(size_average, reduce, reduction, "nll_loss")
     _check_index_target(x, t, "nll_loss")
-    w = _class_weight(weight, x, "nll_loss")
-    return _nll(x, t, w, ignore_index, red)
-
-
-def _nll(x: Tensor, t: Tensor, w: Tensor | None, ignore_index: int, red: str) -> Tensor:
-    cd = _class_dim(x)
-    mask = _picked_onehot(x, t)
-    if w is not None:
-        mask = mask * _along_class(w, x)
-    keep = (t != ignore_index).cast(x.dtype)
-    mask = mask * keep.unsqueeze(cd)
-    loss = -((mask != 0).where(x, 0.0) * mask).sum(cd)  # where first: a -inf log-probability elsewhere adds no nan
-    if red == "mean":
-        return _weighted_mean(loss.sum(), mask.sum())
-    return _reduce(loss, red)
-
-
-def _weighted_mean(total: Tensor, weight_sum: Tensor) -> Tensor:
-    """total / weight_sum; nan when no target counts (all ignored), with a zero gradient there, as torch."""
-    none = weight_sum == 0
-    return none.where(math.nan, total / none.where(1.0, weight_sum))
+    return x._nll(t, _class_weight(weight, x, "nll_loss"), ignore_index, red)
 
 
 def cross_entropy(
@@ -1424,44 +1386,21 @@ def cross_entropy(
     reduction: str = "mean",
     label_smoothing: float = 0.0,
 ) -> Tensor:
-    """Logits (N, C, *) or (C,) against class indices (N, *) or class probabilities of the input's shape, as torch:
-    weight per class; ignore_index and the weighted mean for indices; label_smoothing mixes in the uniform
-    distribution (for indices: (1 - s) * nll + s/C * the weighted sum of -log-probabilities over the classes)."""
+    """Logits (N, C, *) or (C,) against class indices (N, *) or class probabilities of the input's shape, as torch
+    (Tensor.cross_entropy: weight per class, ignore_index, label_smoothing)."""
     x, t = _float_tensor(input, "cross_entropy"), _tensor(target, "cross_entropy", "target")
     red = _reduction(size_average, reduce, reduction, "cross_entropy")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy(): label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
     if x.ndim == 0:
         raise ValueError("cross_entropy(): expected an input with a class dimension, got a 0-D tensor")
-    cd = _class_dim(x)
-    c = x.shape[cd]
-    w = _class_weight(weight, x, "cross_entropy")
-    logp = x.log_softmax(cd)
-    if t.dtype.is_float:  # class probabilities
-        if t.shape != x.shape:
-            raise ValueError(
-                f"cross_entropy(): expected a probability target of the input's shape {x.shape}, got {t.shape}"
-            )
-        p = t.cast(x.dtype)
-        if label_smoothing:
-            p = p * (1 - label_smoothing) + label_smoothing / c
-        term = logp * p if w is None else logp * p * _along_class(w, x)
-        loss = -term.sum(cd)
-        if red == "mean":
-            return loss.sum() / (x.numel() // c) if x.numel() else loss.sum() * math.nan
-        return _reduce(loss, red)
-    _check_index_target(x, t, "cross_entropy")
-    nll = _nll(logp, t, w, ignore_index, red)
-    if not label_smoothing:
-        return nll
-    keep = (t != ignore_index).cast(x.dtype)
-    smooth = -(logp if w is None else logp * _along_class(w, x)).sum(cd) * keep
-    if red == "mean":
-        denom = keep.sum() if w is None else (_picked_onehot(x, t) * _along_class(w, x)).sum(cd).mul(keep).sum()
-        smooth = _weighted_mean(smooth.sum(), denom)
-    else:
-        smooth = _reduce(smooth, red)
-    return nll * (1 - label_smoothing) + smooth * (label_smoothing / c)
+    if t.dtype.is_float and t.shape != x.shape:
+        raise ValueError(f"cross_entropy(): expected a probability target of the input's shape {x.shape}, got {t.shape}")
+    if not t.dtype.is_float:
+        _check_index_target(x, t, "cross_entropy")
+    w = None if weight is None else _tensor(weight, "cross_entropy", "weight")
+    _class_weight(w, x, "cross_entropy")  # checked here too: the error names this function
+    return x.cross_entropy(t, red, label_smoothing, weight=w, ignore_index=ignore_index)
 
 
 def binary_cross_entropy(
@@ -1794,7 +1733,7 @@ def multi_margin_loss(
         raise RuntimeError(f"multi_margin_loss(): expected a 1-D (C,) or 2-D (N, C) input, got shape {x.shape}")
     _check_index_target(x, t, "multi_margin_loss")
     w = _class_weight(weight, x, "multi_margin_loss")
-    onehot = _picked_onehot(x, t)
+    onehot = x._picked_onehot(t)
     cd = x.ndim - 1
     xy = (onehot * x).sum(cd, keepdim=True)
     m = (x - xy + margin).relu()
