@@ -1032,8 +1032,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         return self.cast(dtypes.bool)._alu(Ops.CMPNE, self._const_like(True, dtypes.bool))
 
     def _cmp(self, op: Ops, other: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
-        x, y = self._broadcasted(other, name, reverse)
-        return x._alu(op, y)
+        return self._binop(op, other, name, reverse)  # its hot paths (the result is bool: UOp's derived dtype)
 
     def __lt__(self, other: Tensor | ConstType) -> Tensor:
         return self._cmp(Ops.CMPLT, other, "lt")
@@ -1072,6 +1071,19 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
                 and self.device == x.device == y.device  # type: ignore[union-attr]
             ):
                 return self._new(UOp.elementwise(Ops.WHERE, (c, a, b)), x, y)  # type: ignore[arg-type]
+        elif x.__class__ is Tensor or y.__class__ is Tensor:  # a float tensor and a Python scalar alike in shape
+            t, k = (x, y) if x.__class__ is Tensor else (y, x)
+            c, a = self.uop, t.uop  # type: ignore[union-attr]
+            if (
+                (k.__class__ is float or k.__class__ is int)
+                and c.dtype is dtypes.bool
+                and a.dtype.is_float
+                and c.shape == a.shape
+                and self.device == t.device  # type: ignore[union-attr]
+            ):
+                b = _const_uop(k, a.dtype, a.shape)  # type: ignore[arg-type]
+                srcs = (c, a, b) if t is x else (c, b, a)
+                return self._new(UOp.elementwise(Ops.WHERE, srcs), t)  # type: ignore[arg-type]
         cond = self.cast(dtypes.bool)
         if isinstance(x, Tensor):
             xt, yt = x._broadcasted(y, "where")
