@@ -134,6 +134,22 @@ _assign_ids = itertools.count()
 _assign_owner: weakref.WeakValueDictionary[UOp, Tensor] = weakref.WeakValueDictionary()
 _assigns_done: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
 
+# the unrealized tensors backward() ran from (a loss), by id, held weakly: a schedule that writes buffers (pending
+# assigns: an optimizer step) computes them too, before the writes, so `loss.item()` after `opt.step()` is the
+# loss of the weights it was built from, as in torch
+_backward_roots: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+
+
+def _roots_to_compute(ts: tuple[Tensor, ...]) -> list[Tensor]:
+    """The unrealized backward() roots not among `ts` (realized ones are forgotten)."""
+    out = []
+    for k, t in list(_backward_roots.items()):
+        if _is_buffer_view(t.uop):
+            _backward_roots.pop(k, None)
+        elif all(t is not o for o in ts):
+            out.append(t)
+    return out
+
 
 def _across_blocks(view: UOp) -> UOp | None:
     """The first op of a view of a multi-device buffer that moves its shard boundary (a slice or flip across the
@@ -444,6 +460,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         if not _assign_owner and all(_is_buffer_view(t.uop) for t in ts):  # nothing to compute
             rt.stats.last_kernels = []
             return self
+        if _assign_owner and _backward_roots:  # buffers are written: a loss built before reads the old values
+            ts = (*ts, *_roots_to_compute(ts))
         if rt_multi.used:  # a graph may hold multi-device nodes: lowered to per-device ones first
             schedule = functools.partial(rt_multi.schedule, schedule)
         for dev in {t.device for t in ts}:
@@ -660,6 +678,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         if not self._requires_grad:
             raise RuntimeError("backward: element 0 of tensors does not require grad and does not have a grad_fn")
         root_grad = self._root_grad("backward", gradient)
+        if not _is_buffer_view(self.uop):
+            _backward_roots[id(self)] = self
         leaves = list(_leaves.values())
         root, *graphs = _resolve_assigns([self.uop, *(t.uop for t in leaves)])
         for t, g in zip(leaves, gradients(root, root_grad, graphs)):

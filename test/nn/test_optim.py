@@ -255,6 +255,30 @@ def test_closure_and_schedule_step_see_the_loss_before_the_update():
     assert_same_state(ours, theirs, "after 4 steps")
 
 
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam"])
+def test_loss_read_after_step_is_the_loss_before_the_update(opt_name):
+    # torch's loop: backward, step, then read the loss; the lazy loss must not see the updated weights
+    ours, theirs = twin_models()
+    make = {
+        "SGD": lambda p: (optim.SGD(p, lr=0.1, momentum=0.9), torch.optim.SGD, {"lr": 0.1, "momentum": 0.9}),
+        "Adam": lambda p: (optim.Adam(p, lr=0.05), torch.optim.Adam, {"lr": 0.05}),
+    }[opt_name]
+    opt, tcls, kw = make(get_parameters(ours))
+    topt = tcls(theirs.parameters(), **kw)
+    for step in range(3):
+        x, y = batch(step)
+        opt.zero_grad()
+        loss = loss_of(ours, x, y)
+        loss.backward()
+        opt.step()
+        topt.zero_grad()
+        tloss = loss_of(theirs, x, y)
+        tloss.backward()
+        topt.step()
+        np.testing.assert_allclose(loss.item(), tloss.item(), atol=ATOL, rtol=RTOL)
+    assert_same_state(ours, theirs, "after 3 steps")
+
+
 def test_parameters_without_gradient_are_left_alone():
     a, b = Tensor([1.0, 2.0]), Tensor([3.0, 4.0])
     opt = optim.SGD([a, b], lr=0.5, momentum=0.9)
