@@ -82,8 +82,6 @@ def _plain_input(t: Tensor) -> Tensor:
     return t.contiguous().realize()
 
 
-
-
 class TinyJit(Generic[ReturnType]):
     """`@TinyJit` on a function of Tensors (and bound Variables): replays its kernels from the third call on."""
 

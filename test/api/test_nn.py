@@ -117,9 +117,7 @@ def test_cross_entropy_weight_and_ignore_index_forward_backward(rng, reduction, 
     y = np.where(rng.random(y.shape) < 0.3, -100, y) if y.ndim else y  # some targets ignored
     w = rng.random(c).astype(np.float32) + 0.5
     xt = torch.tensor(x, requires_grad=True)
-    want = F.cross_entropy(
-        xt, torch.tensor(y), weight=torch.tensor(w), reduction=reduction, label_smoothing=smoothing
-    )
+    want = F.cross_entropy(xt, torch.tensor(y), weight=torch.tensor(w), reduction=reduction, label_smoothing=smoothing)
     xu = Tensor(x, requires_grad=True)
     got = xu.cross_entropy(Tensor(y), reduction=reduction, label_smoothing=smoothing, weight=Tensor(w))
     close(got, want)

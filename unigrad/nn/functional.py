@@ -1395,7 +1395,9 @@ def cross_entropy(
     if x.ndim == 0:
         raise ValueError("cross_entropy(): expected an input with a class dimension, got a 0-D tensor")
     if t.dtype.is_float and t.shape != x.shape:
-        raise ValueError(f"cross_entropy(): expected a probability target of the input's shape {x.shape}, got {t.shape}")
+        raise ValueError(
+            f"cross_entropy(): expected a probability target of the input's shape {x.shape}, got {t.shape}"
+        )
     if not t.dtype.is_float:
         _check_index_target(x, t, "cross_entropy")
     w = None if weight is None else _tensor(weight, "cross_entropy", "weight")

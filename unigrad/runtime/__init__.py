@@ -164,7 +164,9 @@ class Buffer:
         """Copy `src`'s elements here, through the host, as raw bits (bfloat16 stays bfloat16). Either buffer may be
         one the memory plan shares, larger than the values copied: the smaller size covers them."""
         n = min(self.size, src.size)
-        Device[self.device].allocator.copyin(self.handle, Device[src.device].allocator.copyout(src.handle, src.dtype, n))
+        Device[self.device].allocator.copyin(
+            self.handle, Device[src.device].allocator.copyout(src.handle, src.dtype, n)
+        )
         return self
 
     def numpy(self) -> np.ndarray:
