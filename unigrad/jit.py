@@ -29,7 +29,7 @@ from unigrad.runtime import jit
 from unigrad.runtime import multi as rt_multi
 from unigrad.runtime import realize as rt
 from unigrad.runtime.jit import JitError
-from unigrad.tensor import Tensor
+from unigrad.tensor import Tensor, forget_backward_roots
 
 ReturnType = TypeVar("ReturnType")
 
@@ -119,6 +119,7 @@ class TinyJit(Generic[ReturnType]):
         if self.plan is not None:
             return self._replay(structure, tensors, bufs, var_vals)
         self.cnt += 1
+        forget_backward_roots()
         if self.cnt == 1:  # run as written; realize like a replay would (outputs and writes are done on return)
             with jit.running(self.name):
                 out = self.fxn(*args, **kwargs)

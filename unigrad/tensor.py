@@ -140,6 +140,12 @@ _assigns_done: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
 _backward_roots: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 
 
+def forget_backward_roots() -> None:
+    """Drop the backward() roots registered so far (TinyJit, before it runs its function: a loss from outside must
+    not become a kernel of every replay)."""
+    _backward_roots.clear()
+
+
 def _roots_to_compute(ts: tuple[Tensor, ...]) -> list[Tensor]:
     """The unrealized backward() roots not among `ts` (realized ones are forgotten)."""
     out = []
