@@ -190,20 +190,42 @@ def _pending_assigns(uops: list[UOp]) -> list[UOp]:
     return [n for n in UOp(Ops.TUPLE, tuple(uops)).toposort() if _is_assign(n) and n not in outs]
 
 
-class no_grad(contextlib.ContextDecorator):
-    """`with no_grad():` (or `@no_grad()`): results built inside do not require grad, as torch.no_grad.
-    Sets the class-wide flag `Tensor.no_grad` (tinygrad spelling) and restores it on exit."""
+class _ClassFlag(contextlib.ContextDecorator):
+    """Sets a class-wide Tensor flag inside `with` (or a decorated function) and restores it on exit."""
 
-    def __init__(self) -> None:
+    flag = ""
+
+    def __init__(self, value: bool) -> None:
+        self.value = value
         self._saved: list[bool] = []
 
-    def __enter__(self) -> no_grad:
-        self._saved.append(Tensor.no_grad)
-        Tensor.no_grad = True
+    def __enter__(self) -> _ClassFlag:
+        self._saved.append(getattr(Tensor, self.flag))
+        setattr(Tensor, self.flag, self.value)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        Tensor.no_grad = self._saved.pop()
+        setattr(Tensor, self.flag, self._saved.pop())
+
+
+class no_grad(_ClassFlag):
+    """`with no_grad():` (or `@no_grad()`): results built inside do not require grad, as torch.no_grad.
+    Sets the class-wide flag `Tensor.no_grad` (tinygrad spelling) and restores it on exit."""
+
+    flag = "no_grad"
+
+    def __init__(self) -> None:
+        super().__init__(True)
+
+
+class train(_ClassFlag):
+    """`with Tensor.train():` (or `@Tensor.train()`, tinygrad's spelling): Tensor.training is `mode` inside (dropout,
+    batch-norm statistics), restored on exit."""
+
+    flag = "training"
+
+    def __init__(self, mode: bool = True) -> None:
+        super().__init__(mode)
 
 
 def _remember(cache: OrderedDict[tuple[Any, ...], V], key: tuple[Any, ...], value: V) -> V:
@@ -237,6 +259,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     __array_priority__ = 1000  # numpy defers binops to us (np.float32(2) * t is t.__rmul__: a Tensor), as for torch
     no_grad: bool = False  # class-wide: results built while set do not require grad (see unigrad.no_grad)
     training: bool = False  # class-wide, tinygrad's flag for train-time behaviour (dropout, batchnorm statistics)
+    train = train  # `with Tensor.train():` sets it
 
     def __init__(
         self,

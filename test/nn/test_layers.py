@@ -1,7 +1,6 @@
 """unigrad.nn layers against torch.nn: same weights -> same outputs and gradients; train/eval behaviour of the
 norms with running statistics; PyTorch's default initializations; state-dict keys equal to torch's."""
 
-import contextlib
 import math
 
 import numpy as np
@@ -12,16 +11,6 @@ from unigrad import Tensor, dtypes, nn
 from unigrad.nn.state import get_state_dict
 
 ATOL, RTOL = 1e-4, 1e-3
-
-
-@contextlib.contextmanager
-def training(on: bool):
-    saved = Tensor.training
-    Tensor.training = on
-    try:
-        yield
-    finally:
-        Tensor.training = saved
 
 
 def load_from_torch(layer: object, tmod: torch.nn.Module) -> None:
@@ -45,7 +34,7 @@ def check_against_torch(layer: object, tmod: torch.nn.Module, x: np.ndarray, tra
     is_float = x.dtype.kind == "f"
     xt = torch.tensor(x, requires_grad=is_float)
     xu = Tensor(x, requires_grad=True) if is_float else Tensor(x)
-    with training(train):
+    with Tensor.train(train):
         ref, out = tmod(xt), layer(xu)  # type: ignore[operator]
     close(out, ref, "output")
     proj = np.random.default_rng(1).standard_normal(tuple(ref.shape)).astype(np.float32)
@@ -221,7 +210,7 @@ def test_running_stats_after_several_training_steps(ours, theirs, shape, momentu
     tmod.train()
     for step in range(3):
         x = randn(*shape, seed=step) * (step + 1) + step
-        with training(True):
+        with Tensor.train(True):
             out = layer(Tensor(x))
         close(out, tmod(torch.tensor(x)), f"training output, step {step}")
         if momentum is None:  # see test_cumulative_running_stats_pending_over_several_steps
@@ -232,7 +221,7 @@ def test_running_stats_after_several_training_steps(ours, theirs, shape, momentu
     assert layer.num_batches_tracked.item() == tmod.num_batches_tracked.item()  # 3, or 0 for InstanceNorm
     x = randn(*shape, seed=9)
     tmod.eval()
-    with training(False):  # eval: normalized by the running statistics, which stay as they are
+    with Tensor.train(False):  # eval: normalized by the running statistics, which stay as they are
         close(layer(Tensor(x)), tmod(torch.tensor(x)), "eval output")
     close(layer.running_mean, tmod.running_mean, "running_mean after eval")
 
@@ -242,14 +231,14 @@ def test_cumulative_running_stats_pending_over_several_steps():
     tmod.train()
     for step in range(3):  # the statistics stay pending: nothing realizes them between the steps
         x = randn(4, 3, 2, 2, seed=step) + step
-        with training(True):
+        with Tensor.train(True):
             layer(Tensor(x))
         tmod(torch.tensor(x))
     close(layer.running_mean, tmod.running_mean, "running_mean")
 
 
 def test_batchnorm_training_needs_more_than_one_value_per_channel():
-    with training(True), pytest.raises(ValueError, match="more than 1 value per channel"):
+    with Tensor.train(True), pytest.raises(ValueError, match="more than 1 value per channel"):
         nn.BatchNorm1d(3)(Tensor(randn(1, 3)))
     with pytest.raises(ValueError, match=r"expected 4D input"):
         nn.BatchNorm2d(3)(Tensor(randn(2, 3)))
@@ -305,13 +294,13 @@ def test_lstm_cell_matches_torch(bias, with_state):
 def test_dropout_train_and_eval():
     x = Tensor.ones(200, 50)
     layer = nn.Dropout(0.25)
-    with training(False):
+    with Tensor.train(False):
         np.testing.assert_array_equal(layer(x).numpy(), 1.0)
-    with training(True):
+    with Tensor.train(True):
         out = layer(x).numpy()
     assert set(np.unique(out)) <= {0.0, np.float32(1 / 0.75)}
     assert abs((out == 0).mean() - 0.25) < 0.02
-    with training(True):
+    with Tensor.train(True):
         np.testing.assert_array_equal(nn.Dropout(0.0)(x).numpy(), 1.0)
     with pytest.raises(ValueError):
         nn.Dropout(1.5)

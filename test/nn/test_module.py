@@ -7,7 +7,6 @@ and the errors of bad loads and bad indexing."""
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 from collections import OrderedDict
@@ -22,16 +21,6 @@ from unigrad.nn import optim
 from unigrad.nn.state import get_parameters, get_state_dict
 
 ATOL, RTOL = 1e-4, 1e-3
-
-
-@contextlib.contextmanager
-def tensor_training(on: bool):
-    saved = Tensor.training
-    Tensor.training = on
-    try:
-        yield
-    finally:
-        Tensor.training = saved
 
 
 def rng(seed: int = 0) -> np.random.Generator:
@@ -571,15 +560,15 @@ def test_deepcopy_gives_own_buffers():
 
 def test_training_flag_follows_tensor_training_until_set():
     model = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5))
-    with tensor_training(True):
+    with Tensor.train(True):
         assert model.training and model[1].training
-    with tensor_training(False):
+    with Tensor.train(False):
         assert not model[1].training
     assert model.train() is model
-    with tensor_training(False):
+    with Tensor.train(False):
         assert model.training and model[0].training and model[1].training  # its own flag wins
     model.eval()
-    with tensor_training(True):
+    with Tensor.train(True):
         assert not model.training and not model[1].training
     model[1].train()  # one submodule only
     assert model[1].training and not model.training
@@ -588,15 +577,15 @@ def test_training_flag_follows_tensor_training_until_set():
 def test_dropout_follows_module_mode():
     x = Tensor(np.ones((64, 64), np.float32))
     drop = nn.Dropout(0.5)
-    with tensor_training(False):
+    with Tensor.train(False):
         drop.train()
         out = drop(x).numpy()
     assert set(np.unique(out)) == {0.0, 2.0} and 0.4 < (out == 0).mean() < 0.6
     drop.eval()
-    with tensor_training(True):
+    with Tensor.train(True):
         np.testing.assert_equal(drop(x).numpy(), x.numpy())
     fresh = nn.Dropout2d(0.5)  # never set: follows Tensor.training
-    with tensor_training(True):
+    with Tensor.train(True):
         out = fresh(Tensor(np.ones((8, 16, 3, 3), np.float32))).numpy()
     per_channel = out.reshape(8, 16, 9)
     assert np.all(per_channel.min(-1) == per_channel.max(-1)) and 0 < (per_channel[..., 0] == 0).mean() < 1
@@ -619,7 +608,7 @@ def test_batchnorm_train_then_eval_matches_torch():
     load_torch_state(ours, theirs)
     ours.train()
     theirs.train()
-    with tensor_training(False):  # the module's own flag, not Tensor.training, decides
+    with Tensor.train(False):  # the module's own flag, not Tensor.training, decides
         for step in range(3):
             x = randn(5, 3, seed=step) * 2 + 1
             close(ours(Tensor(x)), theirs(torch.tensor(x)), f"train step {step}")
@@ -628,7 +617,7 @@ def test_batchnorm_train_then_eval_matches_torch():
     assert ours.num_batches_tracked.item() == 3
     ours.eval()
     theirs.eval()
-    with tensor_training(True):
+    with Tensor.train(True):
         x = randn(4, 3, seed=7)
         close(ours(Tensor(x)), theirs(torch.tensor(x)), "eval")
     assert ours.num_batches_tracked.item() == 3

@@ -2,7 +2,6 @@
 several steps; LAMB against a numpy transcription of its update; learning-rate schedules against torch's
 schedulers; a step is one realize whose kernels neither grow nor recompile from step to step."""
 
-import contextlib
 import importlib
 import math
 
@@ -18,16 +17,6 @@ from unigrad.runtime import realize as rt
 ATOL, RTOL = 1e-5, 1e-4
 tensor_module = importlib.import_module("unigrad.tensor")  # the module (unigrad.tensor is torch.tensor's twin)
 STEPS = 6
-
-
-@contextlib.contextmanager
-def training(on: bool):
-    saved = Tensor.training
-    Tensor.training = on
-    try:
-        yield
-    finally:
-        Tensor.training = saved
 
 
 class MLP:
@@ -191,7 +180,7 @@ def test_batchnorm_model_trains_like_torch():
     bn = ours.bn
     assert [id(t) for t in opt.buffers] == [id(bn.running_mean), id(bn.running_var), id(bn.num_batches_tracked)]
     theirs.train()
-    with training(True):
+    with Tensor.train(True):
         for step in range(4):
             x, y = batch(step)
             opt.zero_grad()
@@ -215,7 +204,7 @@ def test_pending_running_stats_are_realized_even_if_not_passed():
     opt = optim.SGD([ours.l1.weight, ours.l1.bias, ours.l2.weight, ours.l2.bias], lr=0.5)
     topt = torch.optim.SGD([theirs.l1.weight, theirs.l1.bias, theirs.l2.weight, theirs.l2.bias], lr=0.5)
     theirs.train()
-    with training(True):
+    with Tensor.train(True):
         for step in range(3):
             x, y = batch(step)
             opt.zero_grad()
@@ -322,7 +311,7 @@ def test_step_is_one_realize_with_a_steady_kernel_count(make, per_param, monkeyp
         return real(uops, device)
 
     kernels, programs = [], []
-    with training(True):
+    with Tensor.train(True):
         for step in range(5):
             x, y = batch(step)
             opt.zero_grad()
