@@ -15,11 +15,12 @@ import bench
 
 
 ALIASES = {"run"}  # bench/run.py is `python bench/run.py`, the suite under another name: not run twice
+HELPERS = {"machine"}  # bench/machine.py holds the suite's hand-written C references: nothing to run alone
 
 
 def available() -> list[str]:
     mods = pkgutil.iter_modules(bench.__path__)
-    return sorted(m.name for m in mods if not m.name.startswith("_") and m.name not in ALIASES)
+    return sorted(m.name for m in mods if not m.name.startswith("_") and m.name not in ALIASES | HELPERS)
 
 
 def main(argv: list[str]) -> int:
