@@ -110,6 +110,9 @@ def _torch_name(dt: DType) -> str:
 # leaves with requires_grad=True, by id (a WeakSet would compare tensors with ==, which builds a Tensor);
 # held weakly: backward() fills their .grad
 _leaves: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+# non-leaf tensors after retain_grad(), by id: backward() fills their .grad too (a realized one's buffer is a
+# target gradients() sees through, as it sees through realized values on the way to the leaves)
+_retained: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 
 
 def _is_buffer_view(u: UOp) -> bool:
@@ -164,6 +167,36 @@ def _across_blocks(view: UOp) -> UOp | None:
         if u.op in GroupOp.View and u.src[0].axis is not None and u.axis is None:
             return u
     return None
+
+
+def _to_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, DType | None, bool]:
+    """Tensor.to's arguments -> (device or None, dtype or None, copy), refusing what torch refuses."""
+    unknown = set(kwargs) - {"device", "dtype", "non_blocking", "copy", "memory_format"}
+    if unknown:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(unknown)}")
+    device, dtype = kwargs.get("device"), kwargs.get("dtype")
+    rest = list(args)
+    if rest and isinstance(rest[0], Tensor):  # to(other): other's device and dtype
+        other = rest.pop(0)
+        device, dtype = other.device, other.dtype
+    elif rest and not isinstance(rest[0], bool) and not _is_dtype_name(rest[0]):  # to(device, ...)
+        device = rest.pop(0)
+    if rest and _is_dtype_name(rest[0]):
+        dtype = rest.pop(0)
+    if rest and isinstance(rest[0], bool):  # torch's positional non_blocking, then copy
+        rest.pop(0)
+        if rest and isinstance(rest[0], bool):
+            kwargs = {**kwargs, "copy": rest.pop(0)}
+    if rest:
+        raise TypeError(
+            f"to() received an invalid combination of arguments: {args!r} (expected device, dtype or Tensor)"
+        )
+    return device, (None if dtype is None else to_dtype(dtype)), bool(kwargs.get("copy", False))
+
+
+def _is_dtype_name(x: Any) -> bool:
+    """A DType, or the name of one ("float16"; device names such as "CPU" are not)."""
+    return isinstance(x, DType) or (isinstance(x, str) and isinstance(getattr(dtypes, x, None), DType))
 
 
 def _is_assign(u: UOp) -> bool:
@@ -561,9 +594,17 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         """The values as a memoryview of this tensor's shape and format (a copy out, as numpy())."""
         return memoryview(self.numpy())
 
-    def to(self, device: str | tuple[str, ...]) -> Tensor:
-        """This tensor on `device`; to a tuple of devices, a whole copy on each (shard(devices)); from a tuple to
-        one device, the gathered whole."""
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
+        """torch's forms: to(device), to(dtype), to(device, dtype), to(other) (other's device and dtype), and the
+        keywords device=, dtype=, non_blocking=, copy= (copy=True returns a new tensor even when nothing changes).
+        To a tuple of devices, a whole copy on each (shard(devices)); from a tuple to one device, the gathered
+        whole."""
+        device, dtype, copy = _to_args(args, kwargs)
+        out = self if dtype is None else self.cast(dtype)
+        out = out if device is None else out._to_device(device)
+        return out.clone() if copy and out is self else out
+
+    def _to_device(self, device: str | tuple[str, ...]) -> Tensor:
         dev = Device.canonicalize(device)
         if dev == self.device:
             return self
@@ -638,6 +679,17 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     def is_leaf(self) -> bool:
         return not self._requires_grad or _leaves.get(id(self)) is self
 
+    def retain_grad(self) -> None:
+        """A non-leaf's .grad is filled by backward() too (torch's retain_grad; a no-op on a leaf)."""
+        if not self._requires_grad:
+            raise RuntimeError("retain_grad: can't retain_grad on a Tensor that has requires_grad=False")
+        if not self.is_leaf:
+            _retained[id(self)] = self
+
+    @property
+    def retains_grad(self) -> bool:
+        return _retained.get(id(self)) is self
+
     def detach(self) -> Tensor:
         """The same values, cut from the graph: no gradient flows through the result."""
         return Tensor(UOp(Ops.DETACH, (self.uop,)), device=self.device)
@@ -709,7 +761,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         root_grad = self._root_grad("backward", gradient)
         if not _is_buffer_view(self.uop):
             _backward_roots[id(self)] = self
-        leaves = list(_leaves.values())
+        leaves = list(_leaves.values()) + list(_retained.values())
         root, *graphs = _resolve_assigns([self.uop, *(t.uop for t in leaves)])
         for t, g in zip(leaves, gradients(root, root_grad, graphs)):
             if g is not None:

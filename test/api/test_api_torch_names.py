@@ -1073,3 +1073,54 @@ def test_metadata_names():
     assert Tensor([2.0]).is_nonzero() and not Tensor([[0]]).is_nonzero()
     with pytest.raises(RuntimeError, match="is_nonzero: boolean value of Tensor with 2 elements is ambiguous"):
         Tensor([1, 2]).is_nonzero()
+
+
+def test_to_takes_torch_forms():
+    """to(dtype), to(device, dtype), to(other), dtype=/device=/copy= keywords, as torch's Tensor.to."""
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    u, t = Tensor(x).permute(1, 0), torch.from_numpy(x).permute(1, 0)  # a view: to() keeps its values
+    check(u.to(dtypes.float16), t.to(torch.float16), atol=1e-3)
+    check(u.to("CPU", dtypes.int32), t.to("cpu", torch.int32))
+    check(u.to(dtype=dtypes.float64), t.to(dtype=torch.float64))
+    check(u.to("float16"), t.to(torch.float16), atol=1e-3)
+    check(u.to(Tensor(np.zeros(2, np.int8))), t.to(torch.zeros(2, dtype=torch.int8)))
+    assert u.to(dtypes.float32) is u and u.to("CPU", non_blocking=True) is u
+    copied = u.to(dtypes.float32, copy=True)
+    assert copied is not u
+    check(copied, t)
+    with pytest.raises(TypeError, match="invalid combination"):
+        u.to("CPU", dtypes.float32, False, False, 5)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        u.to(dtyp=dtypes.float16)
+
+
+def test_type_names_and_casts():
+    x = Tensor(np.ones(2, np.float32))
+    assert x.type() == torch.ones(2).type() == "torch.FloatTensor"
+    assert x.long().type() == "torch.LongTensor" and Tensor([True]).type() == "torch.BoolTensor"
+    check(x.type(dtypes.int32), torch.ones(2).type(torch.int32))
+
+
+@pytest.mark.parametrize("realize_first", [False, True])
+def test_retain_grad_fills_a_non_leaf_grad(realize_first):
+    """retain_grad() on an intermediate: backward() fills its .grad (also when it was realized before backward, and
+    when the loss reads it both from before and after that realize); a leaf's retain_grad is a no-op."""
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    u = Tensor(x, requires_grad=True)
+    h = (u * 2).exp()
+    h.retain_grad()
+    first = h.sum()
+    if realize_first:
+        h.realize()
+    (first + (h * h).sum()).backward()
+    t = torch.tensor(x, requires_grad=True)
+    th = (t * 2).exp()
+    th.retain_grad()
+    (th.sum() + (th * th).sum()).backward()
+    assert h.retains_grad and not u.retains_grad
+    check(h.grad, th.grad, rtol=1e-5)
+    check(u.grad, t.grad, rtol=1e-5)
+    u.retain_grad()  # a leaf: nothing changes
+    assert u.is_leaf and not u.retains_grad
+    with pytest.raises(RuntimeError, match="requires_grad=False"):
+        Tensor(x).retain_grad()

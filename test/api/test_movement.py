@@ -108,6 +108,21 @@ def test_cat_promotes_and_skips_legacy_empty():
     check(a.cat(c, dim=1), torch.cat([ta, tc], 1))
 
 
+@pytest.mark.parametrize("shapes,dim", [([(0, 3), (2, 3), (0,)], 0), ([(2, 0), (2, 3), (2, 0)], 1), ([(0, 3)], 0)])
+def test_cat_gradient_of_empty_pieces(shapes, dim):
+    """Every piece that requires grad gets one, an empty tensor for an empty piece (legacy (0,) ones too), as in
+    torch: not None."""
+    arrays = [data(s, seed=i) for i, s in enumerate(shapes)]
+    ours = [Tensor(a, requires_grad=True) for a in arrays]
+    refs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    proj = data(tuple(torch.cat(refs, dim).shape), seed=9)
+    (Tensor.cat(ours, dim=dim) * Tensor(proj)).sum().backward()
+    (torch.cat(refs, dim) * torch.from_numpy(proj)).sum().backward()
+    for o, r in zip(ours, refs):
+        assert o.grad is not None
+        check(o.grad, r.grad)
+
+
 def test_cat_is_one_kernel():
     from unigrad.runtime import realize as rt
 

@@ -514,16 +514,22 @@ class MovementMixin:
         dt = least_upper_dtype(*(t.dtype for t in tensors))
         # torch skips legacy empty tensors of shape (0,) beside tensors of other ranks
         ref = next((t for t in tensors if t.shape != (0,)), tensors[0])
-        parts = [t.cast(dt) for t in tensors if t.shape != (0,) or t is ref]
         d = _dim("cat", dim, ref.ndim)
+        empty = tuple(0 if j == d else s for j, s in enumerate(ref.shape))  # a legacy piece that requires grad
+        parts = [
+            t.cast(dt) if t.shape != (0,) or t is ref else t.reshape(empty).cast(dt)
+            for t in tensors
+            if t.shape != (0,) or t is ref or t.requires_grad
+        ]
         for i, t in enumerate(parts):
             if t.ndim != ref.ndim or any(a != b for j, (a, b) in enumerate(zip(t.shape, ref.shape)) if j != d):
                 raise RuntimeError(
                     f"cat: sizes of tensors must match except in dimension {d}: expected {ref.shape} (off dim {d}), "
                     f"got {t.shape} for tensor {i}"
                 )
-        # pieces empty along dim add nothing (and an empty input buffer is best kept out of the kernel)
-        parts = [t for t in parts if t.shape[d]] or parts[:1]
+        # pieces empty along dim add nothing (and an empty input buffer is best kept out of the kernel); one that
+        # requires grad stays, so its gradient is an empty tensor as in torch rather than None
+        parts = [t for t in parts if t.shape[d] or t.requires_grad] or parts[:1]
         if len(parts) == 1:
             return parts[0]
         numel = sum(t.numel() for t in parts)
@@ -1375,6 +1381,14 @@ class MovementMixin:
     def cpu(self: Tensor) -> Tensor:
         """This tensor on the CPU device (itself when it is there)."""
         return self.to("CPU")
+
+    def type(self: Tensor, dtype: DType | str | None = None) -> Any:
+        """torch's Tensor.type: with a dtype, this tensor cast to it; without, the type's name ("torch.FloatTensor")."""
+        if dtype is not None:
+            return self.cast(dtype)
+        from unigrad.tensor import _torch_name
+
+        return f"torch.{_torch_name(self.dtype)}Tensor"
 
     def byte(self: Tensor) -> Tensor:
         return self.cast(dtypes.uint8)
