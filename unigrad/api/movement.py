@@ -810,6 +810,85 @@ class MovementMixin:
         k = abs(diagonal)
         return x.pad(((0, k), (k, 0)) if diagonal >= 0 else ((k, 0), (0, k)))
 
+    def diag_embed(self: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+        """Matrices with the last dim on their `offset`-th diagonal, in dims (dim1, dim2) of a result one dim
+        larger (torch.diag_embed): each vector times an identity mask, padded for the offset."""
+        if self.ndim == 0:
+            raise RuntimeError("diag_embed: expected a tensor with at least 1 dimension, got a 0-d tensor")
+        d1, d2 = _dim("diag_embed", dim1, self.ndim + 1), _dim("diag_embed", dim2, self.ndim + 1)
+        if d1 == d2:
+            raise RuntimeError(f"diag_embed: diagonal dimensions cannot be identical {dim1}, {dim2}")
+        n, k = self.shape[-1], abs(offset)
+        eye = _arange(n, self.device).reshape(n, 1) == _arange(n, self.device).reshape(1, n)
+        x = eye.where(self.unsqueeze(-1), _zero(self))  # (..., n, n)
+        lead = ((0, 0),) * (self.ndim - 1)
+        x = x.pad(lead + (((0, k), (k, 0)) if offset >= 0 else ((k, 0), (0, k))))
+        return x.movedim((-2, -1), (d1, d2))
+
+    def diagflat(self: Tensor, offset: int = 0) -> Tensor:
+        """The flattened input on the `offset`-th diagonal of a square matrix (torch.diagflat)."""
+        return self.flatten().diag(offset)
+
+    def _diagonal_plane(self: Tensor, op: str, offset: int, dim1: int, dim2: int) -> tuple[Tensor, tuple[int, ...]]:
+        """(self with dims dim1, dim2 moved last, the permutation that did it) for the *_scatter of a diagonal."""
+        d1, d2 = _dim(op, dim1, self.ndim), _dim(op, dim2, self.ndim)
+        if d1 == d2:
+            raise RuntimeError(f"{op}: dimensions cannot be identical {dim1}, {dim2}")
+        order = tuple(i for i in range(self.ndim) if i not in (d1, d2)) + (d1, d2)
+        return self.permute(order), order
+
+    def diagonal_scatter(self: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+        """self with its diagonal (as diagonal(offset, dim1, dim2) reads it) replaced by src (torch.diagonal_scatter)."""
+        want = self.diagonal(offset, dim1, dim2).shape
+        if src.shape != want:
+            raise RuntimeError(f"diagonal_scatter: src must have shape {want} (the diagonal's), got {src.shape}")
+        x, order = self._diagonal_plane("diagonal_scatter", offset, dim1, dim2)
+        a, b = x.shape[-2:]
+        m = want[-1]
+        r0, c0 = min(max(-offset, 0), a), min(max(offset, 0), b)
+        lead = ((0, 0),) * (x.ndim - 2)
+        place = lead + ((r0, a - r0 - m), (c0, b - c0 - m))
+        values = src.cast(self.dtype).diag_embed().pad(place)
+        eye = _arange(m, self.device).reshape(m, 1) == _arange(m, self.device).reshape(1, m)
+        out = eye.pad(((r0, a - r0 - m), (c0, b - c0 - m))).where(values, x)
+        return out.permute(tuple(order.index(i) for i in range(self.ndim)))
+
+    def select_scatter(self: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+        """self with the slice select(dim, index) replaced by src (torch.select_scatter)."""
+        d = _dim("select_scatter", dim, self.ndim)
+        want = self.select(d, index).shape
+        if src.shape != want:
+            raise RuntimeError(f"select_scatter: src must have shape {want} (the selected slice's), got {src.shape}")
+        i = index + self.shape[d] if index < 0 else index
+        return self.slice_scatter(src.unsqueeze(d), d, i, i + 1)
+
+    def slice_scatter(
+        self: Tensor, src: Tensor, dim: int = 0, start: int | None = None, end: int | None = None, step: int = 1
+    ) -> Tensor:
+        """self with the slice [start:end:step] along dim replaced by src (torch.slice_scatter): src spread to
+        every step-th position (padding each element with step-1 zeros), then placed by a mask."""
+        d = _dim("slice_scatter", dim, self.ndim)
+        if step <= 0:
+            raise RuntimeError(f"slice_scatter: slice step must be positive, got {step}")
+        lo, hi, _ = slice(start, end, step).indices(self.shape[d])
+        hi = max(hi, lo)
+        k = len(range(lo, hi, step))
+        want = self.shape[:d] + (k,) + self.shape[d + 1 :]
+        if src.shape != want:
+            raise RuntimeError(f"slice_scatter: src must have shape {want} (the slice's), got {src.shape}")
+        from unigrad.tensor import Tensor
+
+        n = self.shape[d]
+        ones = Tensor.ones(src.shape, dtype=dtypes.bool, device=src.device)
+        spread = []
+        after = ((0, 0),) * (self.ndim - d - 1)
+        for t in (src.cast(self.dtype), ones):
+            if step > 1:
+                t = t.unsqueeze(d + 1).pad(((0, 0),) * (d + 1) + ((0, step - 1),) + after).flatten(d, d + 1)
+            t = t.narrow(d, 0, min(t.shape[d], n - lo))
+            spread.append(t.pad(((0, 0),) * d + ((lo, n - lo - t.shape[d]),) + after))
+        return spread[1].where(spread[0], self)
+
     def triu(self: Tensor, diagonal: int = 0) -> Tensor:
         """Zero the elements below the `diagonal`-th diagonal of the last two dims."""
         return self._tri_keep("triu", diagonal, upper=True)
@@ -1134,6 +1213,10 @@ class MovementMixin:
         else:
             v = Tensor(value, dtype=self.dtype, device=self.device)
         return mask.where(v, self)
+
+    def argwhere(self: Tensor) -> Tensor:
+        """The (N, ndim) coordinates of the nonzero elements (torch.argwhere: nonzero())."""
+        return self.nonzero()  # type: ignore[return-value]
 
     def nonzero(self: Tensor, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
         """int64 coordinates (count, ndim) of the nonzero elements in row-major order. The count is read back

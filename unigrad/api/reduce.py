@@ -690,6 +690,44 @@ class ReduceMixin:
             out = ap.sum(axes, keepdim).pow(1 / p)
         return out.cast(dt)
 
+    def renorm(self: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+        """Each slice along `dim` whose p-norm exceeds maxnorm scaled down to norm maxnorm (by maxnorm / (norm +
+        1e-7), as torch.renorm); the others unchanged."""
+        if not self.dtype.is_float:
+            raise RuntimeError(f"renorm: expected a floating point tensor, got {self.dtype}")
+        if p <= 0:
+            raise RuntimeError(f"renorm: non-positive norm (p={p}) not supported")
+        if maxnorm < 0:
+            raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+        d = _norm_dim("renorm", dim, self.ndim)
+        norms = self.norm(p, tuple(i for i in range(self.ndim) if i != d), keepdim=True)
+        return self * (norms > maxnorm).where(maxnorm / (norms + 1e-7), 1.0)
+
+    def histc(self: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:
+        """Counts of the elements in `bins` equal-width bins over [min, max] (the data's own range when min == max;
+        a range of one value widens by 1 each side), elements outside ignored, max itself in the last bin; in the
+        input's float dtype (torch.histc)."""
+        if not self.dtype.is_float:
+            raise RuntimeError(f"histc: expected a floating point tensor, got {self.dtype}")
+        if bins <= 0:
+            raise RuntimeError(f"histc: bins must be > 0, but got {bins}")
+        if min > max:
+            raise RuntimeError(f"histc: max must be larger than min, got min={min} and max={max}")
+        from unigrad.tensor import Tensor
+
+        x = self.detach().flatten()
+        if min == max and x.numel() > 0:
+            lo, hi = x.min(), x.max()
+        else:
+            lo, hi = (Tensor(v, dtype=x.dtype, device=x.device) for v in (min, max))
+        same = lo == hi
+        lo, hi = same.where(lo - 1, lo), same.where(hi + 1, hi)
+        pos = ((x - lo) * bins / (hi - lo)).floor().cast(dtypes.int64)
+        pos = (x == hi).where(bins - 1, pos)
+        inside = (x >= lo) & (x <= hi)
+        hits = inside.unsqueeze(-1) & (pos.unsqueeze(-1) == _arange64(bins, self.device))
+        return hits.sum(0, dtype=dtypes.int64).cast(self.dtype)
+
     def dist(self: Tensor, other: Tensor, p: float = 2) -> Tensor:
         """The p-norm of self - other (broadcast); floats only, as torch.dist."""
         x, y = self._broadcasted(other, "dist")
@@ -871,6 +909,32 @@ class ReduceMixin:
         prod = batch1.bmm(batch2)
         _same_dtype("baddbmm", ("self", self), ("batch1", batch1), ("batch2", batch2))
         return _scaled_sum("baddbmm", self, prod, beta, alpha)
+
+    def addbmm(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: ConstType = 1, alpha: ConstType = 1) -> Tensor:
+        """beta * self + alpha * (the sum over the batch of bmm(batch1, batch2)) (self ignored when beta is 0)."""
+        prod = batch1.bmm(batch2).sum(0, dtype=batch1.dtype)
+        _same_dtype("addbmm", ("self", self), ("batch1", batch1), ("batch2", batch2))
+        return _scaled_sum("addbmm", self, prod, beta, alpha)
+
+    def vdot(self: Tensor, other: Tensor) -> Tensor:
+        """The dot product of two 1-D tensors of one size and dtype (torch.vdot; real numbers: no conjugate)."""
+        _check_matrix("vdot", "self", self, 1)
+        _check_matrix("vdot", "other", other, 1)
+        _same_dtype("vdot", ("self", self), ("other", other))
+        if self.shape != other.shape:
+            raise RuntimeError(f"vdot: inconsistent tensor size, expected {self.shape} and {other.shape} to match")
+        return (self * other).sum(dtype=self.dtype)
+
+    def kron(self: Tensor, other: Tensor) -> Tensor:
+        """The Kronecker product: block (i, j, ...) is self[i, j, ...] * other; the operand with fewer dims gets
+        leading 1s, each result dim is the product of the two (torch.kron)."""
+        nd = max(self.ndim, other.ndim)
+        a = self.reshape((1,) * (nd - self.ndim) + self.shape)
+        b = other.reshape((1,) * (nd - other.ndim) + other.shape)
+        x = a.reshape(tuple(d for s in a.shape for d in (s, 1)))  # (a0, 1, a1, 1, ...)
+        y = b.reshape(tuple(d for s in b.shape for d in (1, s)))  # (1, b0, 1, b1, ...)
+        out = x * y if x.dtype is not dtypes.bool or y.dtype is not dtypes.bool else x.logical_and(y)
+        return out.reshape(tuple(i * j for i, j in zip(a.shape, b.shape)))
 
     def cross(self: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
         """Cross product of 3-vectors along dim (broadcast elsewhere); dim=None takes self's first dim of size 3,

@@ -1083,6 +1083,273 @@ def detach(input: Tensor) -> Tensor:
     return _t(input, "detach").detach()
 
 
+# ---------------------------------------------------------------- torch.<name>(input, ...) = input.<name>(...)
+
+
+def _method(name: str) -> Callable[..., Any]:
+    """torch.<name>(input, *args, **kwargs) as input.<name>(*args, **kwargs): the top-level spelling of a method."""
+
+    def fn(input: Tensor, *args: Any, **kwargs: Any) -> Any:
+        return getattr(_t(input, name), name)(*args, **kwargs)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.{name}(input, ...): input.{name}(...)."
+    return fn
+
+
+# torch's top-level functions that are the Tensor methods of the same name (the in-place ones included)
+METHOD_FUNCTIONS = """
+abs_ acos_ acosh_ addmv addmv_ addr adjoint arccos arccos_ arccosh arccosh_ arcsin arcsin_ arcsinh arcsinh_ arctan
+arctan_ arctanh arctanh_ asin_ asinh_ atan_ atanh_ bernoulli bitwise_left_shift bitwise_right_shift ceil_ clamp_
+clamp_max_ clamp_min_ clip_ conj conj_physical cos_ cosh_ cov deg2rad deg2rad_ detach_ digamma dist dsplit erf_ erfc_
+erfinv exp2_ exp_ expm1_ fill_ fix fix_ fliplr flipud floor_ fmax fmin frac_ frexp gcd ger greater greater_equal
+heaviside hsplit i0 index_copy index_fill index_put index_put_ inner is_complex is_conj is_neg is_nonzero is_same_size
+is_signed lcm ldexp less less_equal lgamma log10_ log1p_ log2_ log_ logaddexp2 logit logit_ masked_scatter mode
+multinomial nan_to_num_ nanmean nanmedian nanquantile nansum narrow_copy neg_ negative_ not_equal positive put
+quantile rad2deg rad2deg_ reciprocal_ relu_ resolve_conj resolve_neg round_ rsqrt_ scatter_reduce select sigmoid_
+sin_ sinc sinc_ sinh_ split_with_sizes sqrt_ square_ take tan_ tanh_ trunc_ unique_consecutive vsplit xlogy_ zero_
+""".split()
+
+
+METHOD_FUNCTIONS += "addbmm argwhere diag_embed diagflat diagonal_scatter histc kron renorm select_scatter".split()
+METHOD_FUNCTIONS += "slice_scatter vdot".split()
+for _name in METHOD_FUNCTIONS:
+    globals()[_name] = _method(_name)
+
+
+# ---------------------------------------------------------------- functions with no Tensor method of the name
+
+
+def tensordot(a: Tensor, b: Tensor, dims: int | Sequence[Any] = 2) -> Tensor:
+    """Sum over the last `dims` dims of a and the first `dims` of b (or over the listed pairs of dims): a's free
+    dims, then b's, as one matmul of the two moved and flattened."""
+    x, y = _t(a, "tensordot", "a"), _t(b, "tensordot", "b")
+    if isinstance(dims, builtins.int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot: expects dims >= 0, but got dims={dims}")
+        da, db = list(builtins.range(x.ndim - dims, x.ndim)), list(builtins.range(dims))
+    else:
+        if len(dims) != 2:
+            raise RuntimeError(f"tensordot: dims must be an int or a pair of dim lists, got {dims!r}")
+        da = [dims[0]] if isinstance(dims[0], builtins.int) else list(dims[0])
+        db = [dims[1]] if isinstance(dims[1], builtins.int) else list(dims[1])
+    if len(da) != len(db):
+        raise RuntimeError(f"tensordot: both dim lists should have the same length, got {da} and {db}")
+    da, db = [d % x.ndim if x.ndim else d for d in da], [d % y.ndim if y.ndim else d for d in db]
+    for i, j in zip(da, db):
+        if x.shape[i] != y.shape[j]:
+            raise RuntimeError(
+                f"tensordot: contracted dimensions need to match, but first has size {x.shape[i]} in dim {i} and "
+                f"second has size {y.shape[j]} in dim {j}"
+            )
+    fa = [i for i in builtins.range(x.ndim) if i not in da]
+    fb = [j for j in builtins.range(y.ndim) if j not in db]
+    k = int(np.prod([x.shape[i] for i in da]))
+    xm = x.permute(fa + da).reshape(-1, k) if fa else x.permute(da).reshape(1, k)
+    ym = y.permute(db + fb).reshape(k, -1) if fb else y.permute(db).reshape(k, 1)
+    return xm.matmul(ym).reshape(tuple(x.shape[i] for i in fa) + tuple(y.shape[j] for j in fb))
+
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = None) -> Tensor:
+    """The p-norm distance between each row of x1 (..., P, M) and each row of x2 (..., R, M): (..., P, R)."""
+    a, b = _t(x1, "cdist", "x1"), _t(x2, "cdist", "x2")
+    if a.ndim < 2 or b.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {a.ndim}D, X2 got: {b.ndim}D")
+    if a.shape[-1] != b.shape[-1]:
+        raise RuntimeError(
+            f"cdist: X1 and X2 must have the same number of columns. X1: {a.shape[-1]} X2: {b.shape[-1]}"
+        )
+    if not a.dtype.is_float or not b.dtype.is_float:
+        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {a.dtype}, X2 got: {b.dtype}")
+    if p < 0:
+        raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
+    return (a.unsqueeze(-2) - b.unsqueeze(-3)).norm(p, -1)
+
+
+def pdist(input: Tensor, p: float = 2.0) -> Tensor:
+    """The p-norm distance of each pair of rows i < j of a 2-D input, in row-major order of (i, j)."""
+    x = _t(input, "pdist")
+    if x.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {x.ndim}D")
+    n = x.shape[0]
+    if n < 2:
+        return x.sum(1)[:0]
+    i, j = triu_indices(n, n, 1, device=x.device)
+    return (x.take_rows(i) - x.take_rows(j)).norm(p, -1)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    from unigrad.nn.functional import cosine_similarity as cos
+
+    return cos(_t(x1, "cosine_similarity", "x1"), _t(x2, "cosine_similarity", "x2"), dim, eps)
+
+
+def pairwise_distance(
+    x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: builtins.bool = False
+) -> Tensor:
+    from unigrad.nn.functional import pairwise_distance as pd
+
+    return pd(_t(x1, "pairwise_distance", "x1"), _t(x2, "pairwise_distance", "x2"), p, eps, keepdim)
+
+
+def dropout(input: Tensor, p: float = 0.5, train: builtins.bool = True) -> Tensor:
+    from unigrad.nn.functional import dropout as drop
+
+    return drop(_t(input, "dropout"), p, train)
+
+
+def broadcast_shapes(*shapes: int | Sequence[int]) -> tuple[int, ...]:
+    """The shape all of `shapes` broadcast to (an int is a 1-D shape)."""
+    from unigrad.tensor import _broadcast_shape
+
+    return _broadcast_shape("broadcast_shapes", *((s,) if isinstance(s, builtins.int) else tuple(s) for s in shapes))
+
+
+def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
+    """Each tensor expanded to their common broadcast shape."""
+    ts = _tensors(list(tensors), "broadcast_tensors")
+    shape = broadcast_shapes(*(x.shape for x in ts))
+    return tuple(x.expand(shape) for x in ts)
+
+
+def block_diag(*tensors: Tensor) -> Tensor:
+    """The tensors (0-d: 1x1, 1-D: a row) on the diagonal of one matrix, zeros elsewhere, dtypes promoted."""
+    ts = [_t(x, "block_diag", "tensors") for x in tensors]
+    if not ts:
+        return Tensor.zeros(1, 0)
+    for i, x in enumerate(ts):
+        if x.ndim > 2:
+            raise RuntimeError(f"block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has {x.ndim}")
+    mats = [x.reshape(1, 1) if x.ndim == 0 else x.reshape(1, -1) if x.ndim == 1 else x for x in ts]
+    from unigrad.dtype import least_upper_dtype
+
+    dt = least_upper_dtype(*(m.dtype for m in mats))
+    cols = builtins.sum(m.shape[1] for m in mats)
+    rows, left = [], 0
+    for m in mats:
+        rows.append(m.cast(dt).pad(((0, 0), (left, cols - left - m.shape[1]))))
+        left += m.shape[1]
+    return rows[0].cat(*rows[1:], dim=0)
+
+
+def cartesian_prod(*tensors: Tensor) -> Tensor:
+    """Every combination of one element of each 1-D tensor, as rows (itertools.product order); one tensor: itself."""
+    ts = _tensors(list(tensors), "cartesian_prod")
+    for x in ts:
+        if x.ndim != 1:
+            raise RuntimeError(f"cartesian_prod: expect a 1D vector, but got shape {x.shape}")
+    if len(ts) == 1:
+        return ts[0]
+    grids = ts[0].meshgrid(*ts[1:], indexing="ij")
+    return stack([g.flatten() for g in grids], 1)
+
+
+def _tri_indices(op: str, row: int, col: int, offset: int, upper: builtins.bool, dtype: Any, device: Any) -> Tensor:
+    """The (2, N) coordinates of the lower (upper) triangle of a row x col matrix, row-major: nonzero() of the
+    triangle's mask, computed by a kernel."""
+    if row < 0 or col < 0:
+        raise RuntimeError(f"{op}: row and col must be non-negative, got {row} and {col}")
+    mask = Tensor.ones(row, col, dtype=dtypes.bool, device=device)
+    mask = mask.triu(offset) if upper else mask.tril(offset)
+    return mask.nonzero().T.cast(to_dtype(dtype) if dtype is not None else dtypes.int64).contiguous()
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None) -> Tensor:
+    return _tri_indices("tril_indices", row, col, offset, False, dtype, device)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None) -> Tensor:
+    return _tri_indices("triu_indices", row, col, offset, True, dtype, device)
+
+
+def _atleast(n: int, tensors: tuple[Any, ...]) -> Any:
+    """atleast_1d/2d/3d: each tensor with dims added as torch adds them; one tensor in, one out."""
+    ts = list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)) else list(tensors)
+    out = []
+    for x in ts:
+        x = _t(x, f"atleast_{n}d", "tensors")
+        if x.ndim == 0:
+            x = x.reshape((1,) * n)
+        elif x.ndim == 1 and n >= 2:
+            x = x.reshape((1, -1, 1) if n == 3 else (1, -1))
+        elif x.ndim == 2 and n == 3:
+            x = x.unsqueeze(-1)
+        out.append(x)
+    return out[0] if len(tensors) == 1 and isinstance(tensors[0], Tensor) else tuple(out)
+
+
+def atleast_1d(*tensors: Any) -> Any:
+    return _atleast(1, tensors)
+
+
+def atleast_2d(*tensors: Any) -> Any:
+    return _atleast(2, tensors)
+
+
+def atleast_3d(*tensors: Any) -> Any:
+    return _atleast(3, tensors)
+
+
+def column_stack(tensors: Sequence[Tensor]) -> Tensor:
+    """0-D and 1-D tensors as columns, then concatenated along dim 1."""
+    ts = [x.reshape(-1, 1) if x.ndim < 2 else x for x in _tensors(tensors, "column_stack")]
+    return cat(ts, 1)
+
+
+def dstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenated along dim 2, after atleast_3d."""
+    return cat(list(atleast_3d(*_tensors(tensors, "dstack"))), 2)
+
+
+row_stack = vstack
+
+
+def _trapezoid_terms(op: str, y: Tensor, x: Tensor | None, dx: float, dim: int) -> Tensor:
+    """The areas of the trapezoids between neighbours along dim (one fewer than y's size there)."""
+    y = _t(y, op, "y")
+    n = y.shape[dim]
+    mid = (y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1)) * 0.5 if n > 0 else y
+    if x is None:
+        return mid * dx
+    steps = x.diff(dim=dim if x.ndim == y.ndim else -1)
+    if x.ndim == 1 and y.ndim > 1:
+        d = dim % y.ndim
+        steps = steps.reshape((1,) * d + (-1,) + (1,) * (y.ndim - d - 1))
+    return mid * steps
+
+
+def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
+    """The trapezoidal rule along dim: spacing dx (default 1), or the sample points x."""
+    if x is not None and dx is not None:
+        raise RuntimeError("trapezoid: takes either x or dx, not both")
+    y = _t(y, "trapezoid", "y")
+    if y.shape[dim] == 0:
+        return y.sum(dim)
+    return _trapezoid_terms("trapezoid", y, x, 1.0 if dx is None else dx, dim).sum(dim)
+
+
+trapz = trapezoid
+
+
+def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
+    """trapezoid's running sums along dim (one fewer element there than y)."""
+    if x is not None and dx is not None:
+        raise RuntimeError("cumulative_trapezoid: takes either x or dx, not both")
+    y = _t(y, "cumulative_trapezoid", "y")
+    if y.shape[dim] == 0:
+        return y
+    return _trapezoid_terms("cumulative_trapezoid", y, x, 1.0 if dx is None else dx, dim).cumsum(dim)
+
+
+def chain_matmul(*matrices: Tensor) -> Tensor:
+    """The product of the matrices, left to right."""
+    ms = _tensors(list(matrices), "chain_matmul")
+    out = ms[0]
+    for m in ms[1:]:
+        out = out.matmul(m)
+    return out
+
+
 # every public function and grad-mode class defined here
 __all__ = [
     name
