@@ -27,7 +27,7 @@ from unigrad.api.math import MathMixin
 from unigrad.api.movement import MovementMixin
 from unigrad.api.nn import NNMixin
 from unigrad.api.random import RandomMixin
-from unigrad.api.reduce import ReduceMixin
+from unigrad.api.reduce import ReduceMixin, ValuesIndices
 from unigrad.dtype import ConstType, DType, dtypes, promote_types, promote_with_dims, result_dtype_with_scalar, to_dtype
 from unigrad.gradient import gradients, remember_graph
 from unigrad.ir.args import LoadArg, ReduceArg
@@ -881,8 +881,9 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     def T(self) -> Tensor:
         return self.permute(tuple(reversed(range(self.ndim))))
 
-    def flip(self, *axis: Any) -> Tensor:
-        axes = {_norm_axis("flip", a, self.ndim) for a in _shape_arg(axis)}
+    def flip(self, *axis: Any, dims: Any = None) -> Tensor:
+        """The elements in reverse order along each listed axis (torch's `dims=` keyword too)."""
+        axes = {_norm_axis("flip", a, self.ndim) for a in _shape_arg(axis if dims is None else (dims,))}
         if not axes:
             return self
         return self._new(UOp(Ops.FLIP, (self.uop,), tuple(i in axes for i in range(self.ndim))))
@@ -1342,8 +1343,16 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         return out.reshape((*keep, *([1] * len(axes))))
 
     def sum(
-        self, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | str | None = None
+        self,
+        axis: int | Sequence[int] | None = None,
+        keepdim: bool = False,
+        dtype: DType | str | None = None,
+        *,
+        dim: int | Sequence[int] | None = None,
     ) -> Tensor:
+        """The sum over `axis` (torch's `dim=` keyword too; None: every element); ints and bools sum in int64."""
+        if dim is not None:
+            axis = dim
         acc = (
             to_dtype(dtype)
             if dtype is not None
@@ -1356,8 +1365,16 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         return self.cast(acc)._reduce(Ops.ADD, axis, keepdim, "sum")
 
     def prod(
-        self, axis: int | Sequence[int] | None = None, keepdim: bool = False, dtype: DType | str | None = None
+        self,
+        axis: int | Sequence[int] | None = None,
+        keepdim: bool = False,
+        dtype: DType | str | None = None,
+        *,
+        dim: int | Sequence[int] | None = None,
     ) -> Tensor:
+        """The product over `axis` (or torch's `dim=`); ints and bools multiply in int64."""
+        if dim is not None:
+            axis = dim
         acc = (
             to_dtype(dtype)
             if dtype is not None
@@ -1367,11 +1384,18 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         )
         return self.cast(acc)._reduce(Ops.MUL, axis, keepdim, "prod")
 
-    def max(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    def max(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, *, dim: int | None = None) -> Any:
+        """The largest element over `axis` (tinygrad: the values). With torch's `dim=` keyword, torch's result:
+        the (values, indices) pair along that dim."""
+        if dim is not None:
+            return ValuesIndices(self.max(dim, keepdim), self.argmax(dim, keepdim))
         self._check_nonempty("max", axis)
         return self._reduce(Ops.MAX, axis, keepdim, "max")
 
-    def min(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    def min(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, *, dim: int | None = None) -> Any:
+        """The smallest element over `axis`; with `dim=`, the (values, indices) pair as torch."""
+        if dim is not None:
+            return ValuesIndices(self.min(dim, keepdim), self.argmin(dim, keepdim))
         self._check_nonempty("min", axis)
         return self._flip_order().max(axis, keepdim)._flip_order()
 
@@ -1379,7 +1403,12 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         if any(self.shape[a] == 0 for a in self._axes(axis, op)):
             raise RuntimeError(f"{op}: cannot reduce over a zero-size dimension of shape {self.shape}")
 
-    def mean(self, axis: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    def mean(
+        self, axis: int | Sequence[int] | None = None, keepdim: bool = False, *, dim: int | Sequence[int] | None = None
+    ) -> Tensor:
+        """The mean over `axis` (or torch's `dim=`), in a float dtype; nan over nothing."""
+        if dim is not None:
+            axis = dim
         axes = self._axes(axis, "mean")
         n = sprod([self.shape[a] for a in axes])
         s = self._float().sum(axis, keepdim)

@@ -1124,3 +1124,51 @@ def test_retain_grad_fills_a_non_leaf_grad(realize_first):
     assert u.is_leaf and not u.retains_grad
     with pytest.raises(RuntimeError, match="requires_grad=False"):
         Tensor(x).retain_grad()
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "prod", "softmax", "log_softmax", "logsumexp", "std", "amax"])
+@pytest.mark.parametrize("dim", [0, -1, (0, 1)])
+def test_dim_keyword_on_reductions(name, dim):
+    """torch's `dim=` keyword (tinygrad spells it `axis`): the same result as torch's."""
+    if name in ("softmax", "log_softmax", "prod") and isinstance(dim, tuple):
+        return  # torch takes one dim there
+    x = rng.standard_normal((3, 4, 2)).astype(np.float32)
+    u, t = Tensor(x).permute(1, 0, 2), torch.from_numpy(x).permute(1, 0, 2)
+    check(getattr(u, name)(dim=dim), getattr(t, name)(dim=dim), atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_max_min_with_dim_keyword_give_values_and_indices(name, keepdim):
+    """x.max(dim=d) is torch's (values, indices) pair; x.max(d) stays tinygrad's values."""
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    ours, ref = (
+        getattr(Tensor(x), name)(dim=1, keepdim=keepdim),
+        getattr(torch.from_numpy(x), name)(dim=1, keepdim=keepdim),
+    )
+    check(ours.values, ref.values)
+    check(ours.indices, ref.indices)
+    values, indices = ours
+    check(indices, ref[1])
+    check(getattr(Tensor(x), name)(1), ref.values if keepdim is False else ref.values.squeeze(1))
+
+
+def test_flip_dims_keyword():
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    check(Tensor(x).flip(dims=(0, 1)), torch.from_numpy(x).flip(dims=(0, 1)))
+    check(Tensor(x).flip(dims=[1]), torch.from_numpy(x).flip(dims=[1]))
+
+
+def test_sort_topk_cummax_give_named_pairs():
+    """sort/topk (and cummax/cummin with torch's dim= keyword) return (values, indices) with torch's field names."""
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    u, t = Tensor(x), torch.from_numpy(x)
+    for ours, ref in [
+        (u.sort(dim=0), t.sort(dim=0)),
+        (u.topk(2), t.topk(2)),
+        (u.cummax(dim=1), t.cummax(dim=1)),
+        (u.cummin(dim=0), t.cummin(dim=0)),
+    ]:
+        check(ours.values, ref.values)
+        check(ours.indices, ref.indices)
+    check(u.cummax(1), t.cummax(1).values)  # tinygrad's positional form: the values

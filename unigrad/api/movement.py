@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from unigrad.dtype import DType, dtypes, least_upper_dtype
+from unigrad.api.reduce import ValuesIndices
 from unigrad.helpers import record
 from unigrad.ir.sint import always_le, sadd, sint, smin, ssub
 from unigrad.ir.uop import UOp
@@ -1249,7 +1250,7 @@ class MovementMixin:
 
     # ------------------------------------------------------------ sorting
     def sort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = True) -> tuple[Tensor, Tensor]:
-        """(values, int64 indices), always stable (equal elements keep their order); NaN sorts as the largest
+        """(values, int64 indices) (a named pair, as torch's), always stable (equal elements keep their order); NaN sorts as the largest
         value, as torch. Over more than SORT_NETWORK_MIN elements a bitonic sorting network orders (key,
         position) pairs, O(n log^2 n), its kernels run at the call; shorter rows rank each element by the elements
         sorting before it (O(n^2) comparisons), then select by rank."""
@@ -1257,8 +1258,8 @@ class MovementMixin:
         d = _dim("sort", dim, x.ndim)
         values, indices = _first_by_rank(x, d, x.shape[d], descending)
         if self.ndim == 0:
-            return values.reshape(()), indices.reshape(())
-        return values, indices
+            return ValuesIndices(values.reshape(()), indices.reshape(()))
+        return ValuesIndices(values, indices)
 
     def argsort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = True) -> Tensor:
         return self.sort(dim, descending)[1]
@@ -1282,8 +1283,8 @@ class MovementMixin:
         else:
             values, indices = _first_by_rank(x, d, k, largest)  # every rank: O(n^2)
         if self.ndim == 0:
-            return values.reshape(()), indices.reshape(())
-        return values, indices
+            return ValuesIndices(values.reshape(()), indices.reshape(()))
+        return ValuesIndices(values, indices)
 
     def unique(
         self: Tensor,

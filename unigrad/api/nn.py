@@ -182,7 +182,9 @@ class NNMixin:
     __slots__ = ()
 
     # ---------------------------------------------------------------- activations over an axis
-    def softmax(self: Tensor, axis: int = -1, dtype: object = None) -> Tensor:
+    def softmax(self: Tensor, axis: int = -1, dtype: object = None, *, dim: int | None = None) -> Tensor:
+        if dim is not None:  # torch's keyword
+            axis = dim
         x = self if dtype is None else self.cast(dtype)
         x = x._float()
         if _empty_axis(x, axis, "softmax"):
@@ -190,7 +192,9 @@ class NNMixin:
         e = (x - x.max(axis, keepdim=True).detach()).exp()  # any shift gives the same result: no gradient through it
         return e / e.sum(axis, keepdim=True)
 
-    def log_softmax(self: Tensor, axis: int = -1, dtype: object = None) -> Tensor:
+    def log_softmax(self: Tensor, axis: int = -1, dtype: object = None, *, dim: int | None = None) -> Tensor:
+        if dim is not None:  # torch's keyword
+            axis = dim
         x = self if dtype is None else self.cast(dtype)
         x = x._float()
         if _empty_axis(x, axis, "log_softmax"):

@@ -500,19 +500,21 @@ class ReduceMixin:
     def cummax(
         self: Tensor, axis: int = 0, return_indices: bool = False, *, dim: int | None = None
     ) -> Tensor | tuple[Tensor, Tensor]:
-        """Running max along `axis` (nan propagates). Values only, as tinygrad; return_indices=True gives
-        (values, indices) as torch.cummax (indices: int64, the last position of the running max)."""
+        """Running max along `axis` (nan propagates). Values only, as tinygrad; return_indices=True or torch's
+        `dim=` keyword gives (values, indices) as torch.cummax (indices: int64, the last position of the max)."""
+        pair = return_indices or dim is not None
         axis = _pick(axis, dim)
         values = _cummax_values(self, axis, "cummax")
-        return (values, _cum_indices(self, values, axis, "cummax")) if return_indices else values
+        return ValuesIndices(values, _cum_indices(self, values, axis, "cummax")) if pair else values
 
     def cummin(
         self: Tensor, axis: int = 0, return_indices: bool = False, *, dim: int | None = None
     ) -> Tensor | tuple[Tensor, Tensor]:
-        """Running min along `axis`: cummax of the order-reversed tensor (see cummax for return_indices)."""
+        """Running min along `axis`: cummax of the order-reversed tensor (see cummax for return_indices and dim=)."""
+        pair = return_indices or dim is not None
         axis = _pick(axis, dim)
         values = _flip(_cummax_values(_flip(self), axis, "cummin"))
-        return (values, _cum_indices(self, values, axis, "cummin")) if return_indices else values
+        return ValuesIndices(values, _cum_indices(self, values, axis, "cummin")) if pair else values
 
     def logcumsumexp(self: Tensor, axis: int = 0, *, dim: int | None = None) -> Tensor:
         """Running logsumexp along `axis` (each window max-shifted, so no overflow or underflow); floats only."""
