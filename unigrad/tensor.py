@@ -604,6 +604,19 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         out = out if device is None else out._to_device(device)
         return out.clone() if copy and out is self else out
 
+    def to_(self, device: str | tuple[str, ...]) -> Tensor:
+        """to(device) in place: this tensor now lives on `device` (tinygrad's to_)."""
+        out = self._to_device(device)
+        self.uop, self.device = out.uop, out.device
+        return self
+
+    def replace(self, x: Tensor) -> Tensor:
+        """This tensor now stands for x's value (tinygrad's replace: no copy, no kernel; shapes must match)."""
+        if x.shape != self.shape:
+            raise RuntimeError(f"replace: shape {x.shape} does not match this tensor's {self.shape}")
+        self.uop, self.device = x.uop, x.device
+        return self
+
     def _to_device(self, device: str | tuple[str, ...]) -> Tensor:
         dev = Device.canonicalize(device)
         if dev == self.device:

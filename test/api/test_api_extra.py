@@ -149,3 +149,17 @@ def test_pad_mode_positional_sequential_and_misc():
     assert mv.shape == (1, 2, 3) and mv.tolist() == x.tolist()
     values, idx = Tensor([3.0, 1.0, 2.0]).topk(2, sorted_=True)
     assert values.tolist() == [3.0, 2.0] and idx.tolist() == [0, 2]
+
+
+def test_tinygrad_replace_to_and_scaled_uniform():
+    """tinygrad's replace (rebind to another value), to_ (move in place) and scaled_uniform (U(-1,1)/sqrt(n))."""
+    a = Tensor(np.array([1.0, 2.0], np.float32))
+    assert a.replace(Tensor(np.array([3.0, 4.0], np.float32))) is a
+    np.testing.assert_array_equal(a.numpy(), [3.0, 4.0])
+    with pytest.raises(RuntimeError, match="does not match"):
+        a.replace(Tensor(np.zeros(3, np.float32)))
+    assert a.to_("CPU:1") is a and a.device == "CPU:1"
+    np.testing.assert_array_equal(a.numpy(), [3.0, 4.0])
+    Tensor.manual_seed(0)
+    w = Tensor.scaled_uniform(64, 16).numpy()
+    assert w.shape == (64, 16) and np.abs(w).max() <= 1 / 32 and np.abs(w).max() > 0.9 / 32

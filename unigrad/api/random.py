@@ -134,6 +134,12 @@ class RandomMixin:
         return RandomMixin.normal(*shape, mean=0.0, std=std, **kw)
 
     @staticmethod
+    def scaled_uniform(*shape: Any, **kw: Any) -> Tensor:
+        """U(-1, 1) scaled by 1 / sqrt(numel) (tinygrad's scaled_uniform)."""
+        n = math.prod(_shape(shape))
+        return RandomMixin.uniform(*shape, low=-1.0, high=1.0, **kw) * (n**-0.5 if n else 1.0)
+
+    @staticmethod
     def glorot_uniform(*shape: Any, **kw: Any) -> Tensor:
         """Xavier uniform: U(-b, b), b = sqrt(6 / (fan_in + fan_out))."""
         fan_in, fan_out = _fans(_shape(shape))
