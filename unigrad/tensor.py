@@ -30,6 +30,7 @@ from unigrad.api.random import RandomMixin
 from unigrad.api.reduce import ReduceMixin, ValuesIndices
 from unigrad.dtype import ConstType, DType, dtypes, promote_types, promote_with_dims, result_dtype_with_scalar, to_dtype
 from unigrad.gradient import gradients, remember_graph
+from unigrad.helpers import record
 from unigrad.ir.args import LoadArg, ReduceArg
 from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.props import broadcast_shapes
@@ -167,6 +168,16 @@ def _across_blocks(view: UOp) -> UOp | None:
         if u.op in GroupOp.View and u.src[0].axis is not None and u.axis is None:
             return u
     return None
+
+
+@record(frozen=True)
+class GradFn:
+    """What Tensor.grad_fn gives for a non-leaf: the name of the op that made it (torch's node's name())."""
+
+    op: str
+
+    def name(self) -> str:
+        return self.op
 
 
 def _to_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, DType | None, bool]:
@@ -691,6 +702,14 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     @property
     def is_leaf(self) -> bool:
         return not self._requires_grad or _leaves.get(id(self)) is self
+
+    @property
+    def grad_fn(self) -> GradFn | None:
+        """None for a leaf and for a tensor that does not require grad (torch's test for "built by autograd");
+        otherwise a record naming the op that made this tensor."""
+        if self.is_leaf:
+            return None
+        return GradFn(f"{self.uop.op.name.title()}Backward")
 
     def retain_grad(self) -> None:
         """A non-leaf's .grad is filled by backward() too (torch's retain_grad; a no-op on a leaf)."""

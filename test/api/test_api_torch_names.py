@@ -1172,3 +1172,12 @@ def test_sort_topk_cummax_give_named_pairs():
         check(ours.values, ref.values)
         check(ours.indices, ref.indices)
     check(u.cummax(1), t.cummax(1).values)  # tinygrad's positional form: the values
+
+
+def test_grad_fn_marks_results_of_autograd():
+    """grad_fn is None for leaves and for tensors outside autograd, a named record for a result of an op."""
+    a = Tensor(np.ones(2, np.float32), requires_grad=True)
+    assert a.grad_fn is None and Tensor(np.ones(2, np.float32)).grad_fn is None
+    b = a * 2
+    assert b.grad_fn is not None and b.grad_fn.name() == "MulBackward"
+    assert b.detach().grad_fn is None
