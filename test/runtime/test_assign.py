@@ -125,6 +125,32 @@ def test_assigns_in_one_schedule_read_old_values(device):
     assert a.tolist() == [31.0, 32.0] and b.tolist() == [13.0, 23.0]
 
 
+ORDERS = [("a", "ua", "b", "ub"), ("ub", "b", "ua", "a"), ("b", "a", "ub", "ua"), ("ua", "ub", "a", "b")]
+
+
+@pytest.mark.parametrize("with_reads", [False, True])
+@pytest.mark.parametrize("order", ORDERS)
+def test_moved_assigns_that_read_each_others_targets_run_once(order, with_reads):
+    """Adadelta's pattern: each parameter's step reads its state before the state's update and the other
+    parameter (its "gradient"); both assigns of a pair read the step. Every assign that must wait for readers of
+    its old value computes first and copies after, and each runs once (an update was applied twice, or the
+    schedule waited in a cycle), in any realize order, with or without the shared reads as outputs."""
+    a, b = Tensor([1.0, 2.0]), Tensor([3.0, 4.0])
+    ga, gb = b * 2, a * 2
+    ua, ub = Tensor([1.0, 1.0]), Tensor([1.0, 1.0])
+    da, db = ua * ga, ub * gb
+    a.assign(a - da)
+    ua.assign(ua + da)
+    b.assign(b - db)
+    ub.assign(ub + db)
+    named = {"a": a, "ua": ua, "b": b, "ub": ub}
+    Tensor.realize(*(named[k] for k in order), *((ga, gb) if with_reads else ()))
+    assert (ua.tolist(), ub.tolist()) == ([7.0, 9.0], [3.0, 5.0])
+    assert (a.tolist(), b.tolist()) == ([-5.0, -6.0], [1.0, 0.0])
+    if with_reads:
+        assert (ga.tolist(), gb.tolist()) == ([6.0, 8.0], [2.0, 4.0])
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_long_chain_of_pending_assigns(device):
     n, r = Tensor([1.0], device=device).realize(), Tensor([1.0, 1.0, 1.0], device=device).realize()

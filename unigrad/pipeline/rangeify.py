@@ -608,6 +608,15 @@ def _big_reduce(u: UOp) -> bool:
     return out >= NESTED_MIN_OUT and full // out >= NESTED_MIN_SIZE
 
 
+def _kernel_calls(materialized: UOp) -> list[UOp]:
+    """The CALL that fills a materialized value, RESHAPE(AFTER(buffer, CALL)) -> [CALL]; [] for an empty value
+    (nothing computes it)."""
+    u = materialized
+    while u.op is Ops.RESHAPE:
+        u = u.src[0]
+    return list(u.src[1:]) if u.op is Ops.AFTER else []
+
+
 def rangeify(fn: UOp, default_device: str) -> UOp:
     """FUNCTION(TUPLE(outs), args) -> FUNCTION(TUPLE(views over kernel outputs), args); see module doc."""
     body = fn.src[0]
@@ -655,23 +664,44 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
     def order_assigns(out: UOp) -> UOp:
         """Other kernels of this function that read an assigned buffer's old value must run before the write.
         Such an assign computes its value into a new buffer first; the copy into the target then waits for
-        every old-value reader (AFTER on its output). Without readers the assign stays in place."""
+        every old-value reader (AFTER on its output). Without readers the assign stays in place. A reader that is
+        itself a moved assign reads the old value in its new-value kernel: the copy waits for that one (two assigns
+        that read each other's targets both compute first, then both copy)."""
         calls = [u for u in out.toposort(gate=lambda x: not _is_kernel_ast(x)) if u.op is Ops.CALL]
         readers: dict[UOp, list[UOp]] = defaultdict(list)
         for c in calls:
             for a in c.src[1:]:
                 if a.op is Ops.PARAM:
                     readers[a].append(c)
+        waits: dict[UOp, list[UOp]] = {}  # a moved assign's call -> the old-value readers its copy waits for
+        for call, buf, _, _ in assigns:
+            before = set(call.toposort(gate=lambda x: not _is_kernel_ast(x)))  # kernels this one already waits for
+            if others := [c for c in readers.get(buf, []) if c not in before and c.src[1] is not buf]:
+                waits[call] = others
+        if not waits:
+            return out
+        computed: dict[UOp, UOp] = {}  # a moved assign's call -> the new value in its own buffer
+        for call, _, _, value in assigns:
+            if call in waits:
+                computed[call] = materialize(value, value.device or default_device)
         replace: dict[UOp, UOp] = {}
         for call, buf, target, value in assigns:
-            before = set(call.toposort(gate=lambda x: not _is_kernel_ast(x)))  # kernels this one already waits for
-            others = [c for c in readers.get(buf, []) if c not in before and c.src[1] is not buf]
-            if not others:
+            if call not in waits:
                 continue
-            tmp = materialize(value, value.device or default_device)
+            tmp = computed[call]
+            deps = [d for c in waits[call] for d in (_kernel_calls(computed[c]) if c in computed else [c])]
             ast, leaves = build_kernel(tmp.reshape_to(target.shape), value.dtype, buf.device, buf, target)
-            replace[call] = UOp(Ops.CALL, (ast, UOp(Ops.AFTER, (buf, *others)), *leaves))
-        return out.substitute(replace, walk=lambda x: not _is_kernel_ast(x)) if replace else out
+            replace[call] = UOp(Ops.CALL, (ast, UOp(Ops.AFTER, (buf, *deps)), *leaves))
+        # a replacement may name (through a value it reads) another moved assign's old call: resolve them among
+        # themselves, or the old in-place call stays in the graph and runs as well
+        for _ in range(len(replace) + 1):  # each round resolves one more link of the longest chain
+            changed = False
+            for call, new in replace.items():
+                if (resolved := new.substitute(replace, walk=lambda x: not _is_kernel_ast(x))) is not new:
+                    replace[call], changed = resolved, True
+            if not changed:
+                return out.substitute(replace, walk=lambda x: not _is_kernel_ast(x))
+        raise RuntimeError("rangeify: the assigns of this realize wait for each other in a cycle")
 
     assigns: list[tuple[UOp, UOp, UOp, UOp]] = []
 
