@@ -1,5 +1,6 @@
 """unigrad.nn.optim against torch.optim: the same model, data and hyperparameters give the same parameters after
-several steps; LAMB against a numpy transcription of its update; learning-rate schedules against torch's
+several steps (every optimizer and option that changes the math; parameter groups, odd shapes, missing gradients,
+checkpoints, TinyJit); LAMB against a numpy transcription of its update; learning-rate schedules against torch's
 schedulers; a step is one realize whose kernels neither grow nor recompile from step to step."""
 
 import importlib
@@ -558,3 +559,373 @@ def test_parameters_to_vector_and_back():
     np.testing.assert_array_equal(b.numpy(), [14, 16])
     with pytest.raises(RuntimeError, match="the vector has 3 elements, the parameters 8"):
         nn_utils.vector_to_parameters(Tensor.zeros(3), [a, b])
+
+
+# ---------------------------------------------------------------- torch's other optimizers (same names, signatures)
+
+# (class name in both libraries, keyword arguments): every option that changes the math, alone or combined
+TORCH_OPTIMIZERS = {
+    "rmsprop": ("RMSprop", {}),
+    "rmsprop_momentum_l2_eps": ("RMSprop", {"lr": 0.005, "momentum": 0.8, "weight_decay": 0.1, "eps": 1e-4}),
+    "rmsprop_centered_momentum_maximize": (
+        "RMSprop", {"lr": 0.005, "momentum": 0.5, "centered": True, "maximize": True}
+    ),
+    "adagrad": ("Adagrad", {"lr": 0.1}),
+    "adagrad_decay_l2_init_eps": (
+        "Adagrad",
+        {"lr": 0.1, "lr_decay": 0.2, "weight_decay": 0.05, "initial_accumulator_value": 0.3, "eps": 1e-6},
+    ),
+    "adadelta": ("Adadelta", {}),
+    "adadelta_rho_eps_l2_maximize": (
+        "Adadelta", {"lr": 0.5, "rho": 0.7, "eps": 1e-4, "weight_decay": 0.1, "maximize": True}
+    ),
+    "adamax": ("Adamax", {}),
+    "adamax_betas_eps_l2": ("Adamax", {"lr": 0.01, "betas": (0.8, 0.95), "eps": 1e-3, "weight_decay": 0.1}),
+    "nadam": ("NAdam", {"lr": 0.01}),
+    "nadam_l2_momentum_decay": (
+        "NAdam", {"lr": 0.01, "betas": (0.8, 0.99), "eps": 1e-6, "weight_decay": 0.1, "momentum_decay": 0.05}
+    ),
+    "nadamw_maximize": ("NAdam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True}),
+    "radam": ("RAdam", {"lr": 0.01}),  # rho_t passes 5 at step 6: both branches
+    "radam_l2_betas": ("RAdam", {"lr": 0.01, "betas": (0.8, 0.9), "eps": 1e-6, "weight_decay": 0.1}),
+    "radamw_maximize": ("RAdam", {"lr": 0.01, "weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True}),
+}  # fmt: skip
+ODD_SHAPE_CASES = {"adam_maximize": ("Adam", {"lr": 0.01, "maximize": True, "amsgrad": True})}
+
+
+def make_pair(case: str, ours, theirs):
+    name, kw = {**TORCH_OPTIMIZERS, **ODD_SHAPE_CASES}[case]
+    return getattr(optim, name)(ours, **kw), getattr(torch.optim, name)(theirs, **kw)
+
+
+@pytest.mark.parametrize("case", TORCH_OPTIMIZERS)
+def test_torch_optimizer_trains_like_torch(case):
+    ours, theirs = twin_models()
+    opt, topt = make_pair(case, get_parameters(ours), theirs.parameters())
+    _train(opt, topt, ours, theirs, STEPS)
+
+
+# parameters of odd sizes (empty, one element, 0-d, 3-d), in two groups with different rates
+SHAPES = [(3, 5, 2), (1,), (), (0,), (7,)]
+# steps where some parameters have no gradient: late start (4), a gap (2), a whole group without (0 and 1)
+NO_GRAD = {0: [4], 1: [4], 2: [2], 4: [0, 1]}
+
+
+def _odd_loss(params, step: int, wrap):
+    rng = np.random.default_rng(100 + step)
+    total = 0
+    for p in params:
+        target, w = rng.standard_normal(p.shape).astype(np.float32), rng.uniform(0.5, 2, p.shape).astype(np.float32)
+        total = total + ((p - wrap(target)) ** 2 * wrap(w)).sum() + (p * 3).tanh().sum()
+    return total
+
+
+@pytest.mark.parametrize("case", ["rmsprop_centered_momentum_maximize", "adagrad_decay_l2_init_eps",
+                                  "adadelta_rho_eps_l2_maximize", "adamax_betas_eps_l2", "nadamw_maximize",
+                                  "radam_l2_betas", "adam_maximize"])  # fmt: skip
+def test_odd_shapes_param_groups_and_missing_grads(case):
+    rng = np.random.default_rng(3)
+    init = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
+    ours = [Tensor(x.copy()) for x in init]
+    theirs = [torch.tensor(x, requires_grad=True) for x in init]
+    opt, topt = make_pair(case, [{"params": ours[:2], "lr": 0.03}, {"params": ours[2:]}],
+                          [{"params": theirs[:2], "lr": 0.03}, {"params": theirs[2:]}])  # fmt: skip
+    for step in range(6):
+        opt.zero_grad()
+        topt.zero_grad()
+        _odd_loss(ours, step, Tensor).backward()
+        _odd_loss(theirs, step, torch.tensor).backward()
+        for k in NO_GRAD.get(step, []):
+            ours[k].grad = theirs[k].grad = None
+        opt.step()
+        topt.step()
+        for k, (p, tp) in enumerate(zip(ours, theirs)):
+            assert p.shape == tuple(tp.shape)
+            np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), atol=ATOL, rtol=RTOL, err_msg=f"{step}: {k}")
+    sd, tsd = opt.state_dict(), topt.state_dict()
+    for i, st in tsd["state"].items():  # torch's per-parameter step counts, missed steps included
+        assert set(sd["state"][i]) == set(st), i
+        for k, v in st.items():
+            np.testing.assert_allclose(sd["state"][i][k].numpy(), v.numpy(), atol=ATOL, rtol=RTOL, err_msg=f"{i}: {k}")
+
+
+@pytest.mark.parametrize("case", ["rmsprop_centered_momentum_maximize", "adagrad_decay_l2_init_eps", "nadam"])
+def test_torch_optimizer_state_dict_round_trip(case):
+    name, kw = TORCH_OPTIMIZERS[case]
+
+    def groups(m):
+        return [
+            {"params": [m.l1.weight, m.l1.bias], "lr": kw.get("lr", 0.01) / 2},
+            {"params": [m.l2.weight, m.l2.bias]},
+        ]
+
+    ours, theirs = twin_models()
+    opt, topt = getattr(optim, name)(groups(ours), **kw), getattr(torch.optim, name)(groups(theirs), **kw)
+    _train(opt, topt, ours, theirs, 3)
+    sd, tsd = opt.state_dict(), topt.state_dict()
+    assert sd["param_groups"][1]["params"] == tsd["param_groups"][1]["params"] == [2, 3]
+    for i, st in tsd["state"].items():
+        assert set(sd["state"][i]) == set(st)
+        for k, v in st.items():
+            np.testing.assert_allclose(sd["state"][i][k].numpy(), v.numpy(), atol=ATOL, rtol=RTOL, err_msg=k)
+    # a fresh optimizer loading torch's checkpoint (arrays) goes on as torch does, step counts included
+    fresh = getattr(optim, name)(groups(ours), **kw)
+    fresh.load_state_dict({"state": {i: {k: v.numpy() for k, v in st.items()} for i, st in tsd["state"].items()},
+                           "param_groups": tsd["param_groups"]})  # fmt: skip
+    _train(fresh, topt, ours, theirs, 3, first=3)
+    again = getattr(optim, name)(groups(ours), **kw)  # and our own state_dict loads into ours
+    again.load_state_dict(fresh.state_dict())
+    _train(again, topt, ours, theirs, 1, first=6)
+
+
+def test_torch_optimizer_arguments_are_checked():
+    p = [Tensor([1.0])]
+    bad = [
+        ("RMSprop", {"lr": -1.0}, "invalid learning rate -1.0"),
+        ("RMSprop", {"alpha": -0.5}, "invalid alpha value"),
+        ("RMSprop", {"momentum": -0.1}, "invalid momentum value"),
+        ("Adagrad", {"lr_decay": -1}, "invalid lr_decay value"),
+        ("Adagrad", {"initial_accumulator_value": -1}, "invalid initial_accumulator_value value"),
+        ("Adadelta", {"rho": 1.5}, "invalid rho value 1.5"),
+        ("Adadelta", {"eps": -1e-6}, "invalid eps value"),
+        ("Adamax", {"betas": (0.9, 1.0)}, "invalid beta parameters"),
+        ("NAdam", {"momentum_decay": -1}, "invalid momentum_decay value"),
+        ("RAdam", {"weight_decay": -0.1}, "invalid weight_decay value"),
+        ("SGD", {"lr": -0.1}, "invalid learning rate"),
+        ("Adam", {"eps": -1.0}, "invalid epsilon value"),
+    ]
+    for name, kw, message in bad:
+        with pytest.raises(ValueError, match=f"{name}: {message}"):
+            getattr(optim, name)(p, **kw)
+    with pytest.raises(ValueError, match="NAdam: invalid learning rate -0.5"):  # a group's own options too
+        optim.NAdam([{"params": p, "lr": -0.5}])
+
+
+def test_jitted_step_with_schedules_matches_eager_and_torch():
+    """RAdam (the step count drives its bias corrections and rectification) under TinyJit, with OneCycleLR
+    changing the rate and betas[0] every step: replays read the counters and the buffers the schedule writes in
+    place, equal to the eager steps and to torch; nothing recompiles after the capture."""
+    from unigrad import TinyJit
+
+    def run(jit: bool):
+        ours, _ = twin_models()
+        opt = optim.RAdam(get_parameters(ours), lr=0.01, weight_decay=0.01)
+        sched = optim.OneCycleLR(opt, max_lr=0.05, total_steps=10, pct_start=0.4)
+
+        def step(x: Tensor, y: Tensor) -> Tensor:
+            opt.zero_grad()
+            loss = ours(x).cross_entropy(y)
+            loss.backward()
+            Tensor.realize(loss, *opt.schedule_step())
+            return loss
+
+        fn = TinyJit(step) if jit else step
+        losses, programs = [], []
+        for i in range(8):
+            x, y = batch(i)
+            before = len(rt._program_cache)
+            losses.append(fn(Tensor(x), Tensor(y)).item())
+            programs.append(len(rt._program_cache) - before)
+            sched.step()
+        return ours, opt, losses, programs
+
+    eager, eager_opt, eager_losses, _ = run(False)
+    jitted, jit_opt, jit_losses, programs = run(True)
+    assert programs[3:] == [0] * 5, programs  # replays: no new programs
+    np.testing.assert_allclose(jit_losses, eager_losses, rtol=1e-6)
+    assert_same_state(jitted, TorchMLPState(eager), "jitted vs eager")
+    _, theirs = twin_models()
+    topt = torch.optim.RAdam(theirs.parameters(), lr=0.01, weight_decay=0.01)
+    tsched = torch.optim.lr_scheduler.OneCycleLR(topt, max_lr=0.05, total_steps=10, pct_start=0.4)
+    for i in range(8):
+        x, y = batch(i)
+        topt.zero_grad()
+        tloss = loss_of(theirs, x, y)
+        tloss.backward()
+        topt.step()
+        tsched.step()
+        np.testing.assert_allclose(jit_losses[i], tloss.item(), atol=ATOL, rtol=RTOL)
+    assert_same_state(jitted, theirs, "jitted vs torch")
+    assert jit_opt.param_groups[0]["betas"] == topt.param_groups[0]["betas"]
+    assert jit_opt.state_dict()["state"][0]["step"].item() == 8  # counted on the device, replays included
+
+
+class TorchMLPState:
+    """Our model's state seen through torch's state_dict() interface (to compare two of our models)."""
+
+    def __init__(self, model: MLP):
+        self.model = model
+
+    def state_dict(self):
+        return {k: torch.tensor(v.numpy()) for k, v in get_state_dict(self.model).items()}
+
+
+def test_torch_optimizer_on_sharded_parameters():
+    rng = np.random.default_rng(61)
+    w0, x = rng.standard_normal((6, 4)).astype(np.float32), rng.standard_normal((3, 6)).astype(np.float32)
+    devices = ("CPU:0", "CPU:1")
+    tw = torch.tensor(w0, requires_grad=True)
+    uw = Tensor(w0).shard(devices, 0).requires_grad_()
+    topt, uopt = torch.optim.NAdam([tw], lr=0.05), optim.NAdam([uw], lr=0.05)
+    ux = Tensor(x, device=devices)
+    for _ in range(3):
+        topt.zero_grad()
+        (torch.tensor(x) @ tw).square().sum().backward()
+        topt.step()
+        uopt.zero_grad()
+        (ux @ uw).square().sum().backward()
+        uopt.step()
+        assert uw.device == devices and uw.uop.axis == 0
+        np.testing.assert_allclose(uw.numpy(), tw.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- torch's other schedules
+
+LRS = torch.optim.lr_scheduler
+SCHEDULES.update(
+    {
+        "constant": (lambda o: optim.ConstantLR(o, factor=0.5, total_iters=4), lambda o: LRS.ConstantLR(o, 0.5, 4)),
+        "polynomial": (
+            lambda o: optim.PolynomialLR(o, total_iters=8, power=2.0), lambda o: LRS.PolynomialLR(o, 8, 2.0)
+        ),
+        "polynomial_linear": (lambda o: optim.PolynomialLR(o), lambda o: LRS.PolynomialLR(o)),
+        "warm_restarts": (
+            lambda o: optim.CosineAnnealingWarmRestarts(o, T_0=3, eta_min=0.01),
+            lambda o: LRS.CosineAnnealingWarmRestarts(o, T_0=3, eta_min=0.01),
+        ),
+        "warm_restarts_mult": (
+            lambda o: optim.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=2, eta_min=0.001),
+            lambda o: LRS.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=2, eta_min=0.001),
+        ),
+        "one_cycle_cos": (
+            lambda o: optim.OneCycleLR(o, max_lr=1.0, total_steps=12), lambda o: LRS.OneCycleLR(o, 1.0, 12)
+        ),
+        "one_cycle_linear_three_phase": (
+            lambda o: optim.OneCycleLR(o, 0.5, total_steps=12, pct_start=0.25, anneal_strategy="linear",
+                                       div_factor=10, final_div_factor=100, three_phase=True),
+            lambda o: LRS.OneCycleLR(o, 0.5, total_steps=12, pct_start=0.25, anneal_strategy="linear",
+                                     div_factor=10, final_div_factor=100, three_phase=True),
+        ),
+        "one_cycle_epochs": (
+            lambda o: optim.OneCycleLR(o, 0.3, epochs=3, steps_per_epoch=5, pct_start=0.5, cycle_momentum=False),
+            lambda o: LRS.OneCycleLR(o, 0.3, epochs=3, steps_per_epoch=5, pct_start=0.5, cycle_momentum=False),
+        ),
+        "cyclic_triangular": (
+            lambda o: optim.CyclicLR(o, 0.01, 0.1, step_size_up=3), lambda o: LRS.CyclicLR(o, 0.01, 0.1, 3)
+        ),
+        "cyclic_triangular2": (
+            lambda o: optim.CyclicLR(o, 0.01, 0.1, 2, step_size_down=3, mode="triangular2"),
+            lambda o: LRS.CyclicLR(o, 0.01, 0.1, 2, step_size_down=3, mode="triangular2"),
+        ),
+        "cyclic_exp_range": (
+            lambda o: optim.CyclicLR(o, 0.05, 0.2, 2, mode="exp_range", gamma=0.9),
+            lambda o: LRS.CyclicLR(o, 0.05, 0.2, 2, mode="exp_range", gamma=0.9),
+        ),
+        "cyclic_scale_fn": (
+            lambda o: optim.CyclicLR(o, 0.05, 0.2, 3, scale_fn=lambda x: 0.8**x, scale_mode="iterations"),
+            lambda o: LRS.CyclicLR(o, 0.05, 0.2, 3, scale_fn=lambda x: 0.8**x, scale_mode="iterations"),
+        ),
+        "warmup_then_restarts": (
+            lambda o: optim.SequentialLR(
+                o, [optim.ConstantLR(o, 0.1, 2), optim.CosineAnnealingWarmRestarts(o, 3, 2)], milestones=[2]
+            ),
+            lambda o: LRS.SequentialLR(o, [LRS.ConstantLR(o, 0.1, 2), LRS.CosineAnnealingWarmRestarts(o, 3, 2)], [2]),
+        ),
+    }
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("case", ["one_cycle", "cyclic"])
+@pytest.mark.parametrize("opt_case", ["sgd", "adam"])
+def test_cycled_momentum_trains_like_torch(case, opt_case):
+    """OneCycleLR and CyclicLR move each group's rate and momentum (SGD) or betas[0] (Adam) every step, with a
+    value per group: the same rates, momenta and parameters as torch."""
+    kw = {"max_lr": [0.05, 0.1]}
+    if case == "one_cycle":
+        make = (optim.OneCycleLR, LRS.OneCycleLR)
+        kw.update(total_steps=8, pct_start=0.4, base_momentum=[0.8, 0.7], three_phase=opt_case == "adam")
+    else:
+        make = (optim.CyclicLR, LRS.CyclicLR)
+        kw.update(base_lr=0.01, step_size_up=2, max_momentum=[0.95, 0.9])
+    ours, theirs = twin_models()
+    opt, topt = GROUPED[opt_case][0](ours), GROUPED[opt_case][1](theirs)
+    sched, tsched = make[0](opt, **kw), make[1](topt, **kw)
+    key = "betas" if opt_case == "adam" else "momentum"
+    for step in range(6):
+        assert sched.get_last_lr() == pytest.approx(tsched.get_last_lr(), rel=1e-9)
+        assert [g[key] for g in opt.param_groups] == pytest.approx([g[key] for g in topt.param_groups], rel=1e-9)
+        _train(opt, topt, ours, theirs, 1, first=step)
+        sched.step()
+        tsched.step()
+
+
+def test_warm_restarts_fractional_and_interleaved_epochs():
+    opt = optim.SGD([Tensor([1.0])], lr=0.1)
+    topt = torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=0.1)
+    sched = optim.CosineAnnealingWarmRestarts(opt, T_0=2, T_mult=3, eta_min=0.01)
+    tsched = LRS.CosineAnnealingWarmRestarts(topt, T_0=2, T_mult=3, eta_min=0.01)
+    epochs = [0.25, 0.5, 1.75, 2.0, 3.5, 7.9, None, None, 12, None, 30.5, None]  # None: step() goes on by one
+    for epoch in epochs:
+        sched.step(epoch)
+        tsched.step(epoch)
+        assert sched.get_last_lr() == pytest.approx(tsched.get_last_lr(), rel=1e-9), epoch
+        assert (sched.last_epoch, sched.T_i) == (tsched.last_epoch, tsched.T_i)
+        assert opt.param_groups[0]["lr"] == pytest.approx(topt.param_groups[0]["lr"], rel=1e-9)
+
+
+PLATEAU = {
+    "min_rel": {"patience": 2},
+    "max_abs_cooldown": {"mode": "max", "threshold_mode": "abs", "threshold": 0.5, "patience": 1, "cooldown": 2,
+                         "factor": 0.5},
+    "min_lr_per_group_eps": {"patience": 0, "factor": 0.3, "min_lr": [0.01, 0.005], "eps": 1e-3},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", PLATEAU)
+def test_reduce_lr_on_plateau_matches_torch(case):
+    kw = PLATEAU[case]
+    opt = optim.SGD([{"params": [Tensor([1.0])], "lr": 0.1}, {"params": [Tensor([2.0])], "lr": 0.05}])
+    tps = [torch.nn.Parameter(torch.ones(1)), torch.nn.Parameter(torch.ones(1))]
+    topt = torch.optim.SGD([{"params": [tps[0]], "lr": 0.1}, {"params": [tps[1]], "lr": 0.05}])
+    sched, tsched = optim.ReduceLROnPlateau(opt, **kw), LRS.ReduceLROnPlateau(topt, **kw)
+    metrics = [5.0, 4.0, 3.9996, 4.0, 4.1, 4.2, 3.0, 3.0, 3.0, 3.0, 3.5, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0]
+    for k, m in enumerate(metrics):
+        sched.step(Tensor([m]) if k % 2 else m)  # a float or a one-element tensor (odd k: exact in float32)
+        tsched.step(m)
+        assert sched.get_last_lr() == pytest.approx(tsched.get_last_lr(), rel=1e-9), (k, m)
+        assert [g["lr"] for g in opt.param_groups] == pytest.approx([g["lr"] for g in topt.param_groups], rel=1e-9)
+        assert (sched.num_bad_epochs, sched.cooldown_counter, sched.best) == (
+            tsched.num_bad_epochs,
+            tsched.cooldown_counter,
+            tsched.best,
+        )
+
+
+def test_scheduler_arguments_are_checked():
+    opt = optim.SGD([Tensor([1.0])], lr=0.1)
+    adagrad = optim.Adagrad([Tensor([1.0])])
+    bad = [
+        (lambda: optim.ConstantLR(opt, factor=1.5), "ConstantLR: the factor must be in \\[0, 1\\]"),
+        (lambda: optim.PolynomialLR(opt, total_iters=0), "total_iters must be positive"),
+        (lambda: optim.CosineAnnealingWarmRestarts(opt, T_0=0), "expected a positive integer T_0"),
+        (lambda: optim.CosineAnnealingWarmRestarts(opt, T_0=2, T_mult=0), "expected an integer T_mult >= 1"),
+        (lambda: optim.OneCycleLR(opt, 0.1), "either total_steps OR \\(epochs AND steps_per_epoch\\)"),
+        (lambda: optim.OneCycleLR(opt, 0.1, total_steps=-1), "positive integer total_steps"),
+        (lambda: optim.OneCycleLR(opt, 0.1, 10, pct_start=1.5), "pct_start between 0 and 1"),
+        (lambda: optim.OneCycleLR(opt, 0.1, 10, anneal_strategy="exp"), "anneal_strategy must be one of"),
+        (lambda: optim.OneCycleLR(opt, [0.1, 0.2], 10), "max_lr must have one value per parameter group"),
+        (lambda: optim.OneCycleLR(adagrad, 0.1, 10), "optimizer must support momentum or beta1"),
+        (lambda: optim.CyclicLR(opt, 0.01, 0.1, mode="sine"), "mode 'sine' is invalid and scale_fn is None"),
+        (lambda: optim.ReduceLROnPlateau(opt, factor=1.0), "the factor must be < 1.0"),
+        (lambda: optim.ReduceLROnPlateau(opt, mode="up"), "mode 'up' is unknown"),
+        (lambda: optim.ReduceLROnPlateau(opt, threshold_mode="pct"), "threshold mode 'pct' is unknown"),
+    ]
+    for make, message in bad:
+        with pytest.raises(ValueError, match=message):
+            make()
+    sched = optim.OneCycleLR(opt, 0.1, total_steps=2)
+    sched.step()
+    sched.step()
+    with pytest.raises(ValueError, match="tried to step 3 times; the specified number of total steps is 2"):
+        sched.step()
+    assert optim.lr_scheduler.StepLR is optim.StepLR  # torch's module path: nn.optim.lr_scheduler.StepLR

@@ -1,14 +1,19 @@
-"""unigrad.nn.optim: optimizers (SGD, Adam, AdamW, LAMB) and learning-rate schedules.
+"""unigrad.nn.optim: torch.optim's optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam)
+and tinygrad's LAMB; the learning-rate schedules live in unigrad.nn.lr_scheduler and are re-exported here.
 
 An optimizer updates its parameters and its state in place with `assign`, and `step()` realizes every write
 in one schedule: one `Tensor.realize` of the parameters, the state, the gradients and any assign still
 pending (BatchNorm running statistics, ...), so a pending graph that reads a parameter runs before the
 parameter is overwritten.
 
-The learning rate is a 0-d float32 buffer (`optimizer.lr`, a Tensor as in tinygrad), not a constant in the
-update graph: `set_lr` swaps in a new buffer holding the value (a copy in, no kernel), so the update graph
-keeps its structure and schedules hit the schedule and program caches when the rate changes every step.
-Adam's bias corrections come from running products beta^t kept in 0-d buffers for the same reason.
+Nothing a step depends on is a Python number that changes from step to step, so the update graph keeps its
+structure (schedules hit the schedule and program caches) and a step captured by TinyJit replays correctly:
+- the learning rate is a 0-d float32 buffer (`optimizer.lr`, a Tensor as in tinygrad), and the options schedules
+  cycle (momentum, betas) are float64 buffers; setting one (`group['lr'] = x`, `set_lr`, a scheduler) writes the
+  new value into its buffer in place (a copy in and one small kernel, compiled once);
+- the step count t is a 0-d float64 buffer per parameter group, advanced by the step; whatever depends on t
+  (Adam's bias corrections, NAdam's momentum schedule, RAdam's rectification, Adagrad's lr decay) is computed from
+  it on the device, in float64 (as torch does these scalars in Python), fused into the update kernels.
 
 A lazy tensor built before a step reads the parameters' buffers when it is realized: realize the loss
 before `step()`, with it (`Tensor.realize(loss, *opt.schedule_step())`), or pass a closure to `step` as in
@@ -17,12 +22,29 @@ torch (its loss is realized in the step's schedule, with the values from before 
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
+from unigrad.dtype import DType, dtypes
+from unigrad.nn import lr_scheduler
+from unigrad.nn.lr_scheduler import (
+    ConstantLR,
+    CosineAnnealingLR,
+    CosineAnnealingWarmRestarts,
+    CyclicLR,
+    ExponentialLR,
+    LambdaLR,
+    LinearLR,
+    LRScheduler,
+    MultiStepLR,
+    OneCycleLR,
+    PolynomialLR,
+    ReduceLROnPlateau,
+    SequentialLR,
+    StepLR,
+)
 from unigrad.tensor import Tensor
 
 __all__ = [
@@ -32,6 +54,13 @@ __all__ = [
     "Adam",
     "AdamW",
     "LAMB",
+    "RMSprop",
+    "Adagrad",
+    "Adadelta",
+    "Adamax",
+    "NAdam",
+    "RAdam",
+    "lr_scheduler",
     "LRScheduler",
     "StepLR",
     "MultiStepLR",
@@ -40,7 +69,15 @@ __all__ = [
     "LinearLR",
     "LambdaLR",
     "SequentialLR",
+    "ConstantLR",
+    "PolynomialLR",
+    "OneCycleLR",
+    "CosineAnnealingWarmRestarts",
+    "CyclicLR",
+    "ReduceLROnPlateau",
 ]
+
+Params = Iterable[Tensor] | Iterable[dict[str, Any]]
 
 
 def _unique(tensors: Iterable[Tensor]) -> list[Tensor]:
@@ -62,19 +99,32 @@ def _state_like(p: Tensor, value: float = 0.0) -> Tensor:
     return Tensor(arr, device=p.device, dtype=p.dtype).requires_grad_(False)
 
 
-def _scalar(value: float, device: str) -> Tensor:
-    return Tensor(np.array(value, dtype=np.float32), device=device).requires_grad_(False)
+def _scalar(value: Any, device: str | tuple[str, ...], dtype: DType = dtypes.float32) -> Tensor:
+    """A fresh buffer holding `value` (a float: 0-d; a tuple of floats: 1-d)."""
+    return Tensor(np.array(value, dtype=dtype.fmt), device=device).requires_grad_(False)
+
+
+def _write(buf: Tensor, value: Any) -> None:
+    """Write `value` into buf's buffer in place, now (a jitted step reads the same buffer on its next replay)."""
+    new = Tensor(np.asarray(value, dtype=buf.dtype.fmt).reshape(buf.shape), device=buf.device)
+    buf.assign(new).realize()
 
 
 class ParamGroup(dict):
     """One of torch's parameter groups: {'params': [...], 'lr': ..., option: value, ...}. Its 'lr' lives in a 0-d
-    buffer (`lr_tensor`, tinygrad's `optimizer.lr`): reading group['lr'] reads the buffer, writing it swaps in a
-    new buffer (no kernel, nothing recompiled). The other options are plain values read at each step (changing
-    one changes the update graph: it is compiled again once)."""
+    float32 buffer (`lr_tensor`, tinygrad's `optimizer.lr`): reading group['lr'] reads the buffer, writing a
+    number writes it into the buffer in place (writing a Tensor makes that tensor the rate). An optimizer asks
+    for the options schedules change (momentum, betas) as buffers too (`tensor`), written in place the same way.
+    The other options are plain values read at each step (changing one changes the update graph: it is compiled
+    again once)."""
 
-    def __init__(self, options: dict[str, Any], lr: Tensor):
+    def __init__(self, options: dict[str, Any], device: str | tuple[str, ...]):
+        lr = options["lr"]
         super().__init__(options)
-        self.lr_tensor = lr
+        self.device = device
+        self.lr_tensor = lr if isinstance(lr, Tensor) else _scalar(lr, device)
+        self._own_lr = not isinstance(lr, Tensor)  # a rate given as a Tensor is the caller's: never written into
+        self._tensors: dict[str, Tensor] = {}
 
     def __getitem__(self, key: str) -> Any:
         if key == "lr" and self.lr_tensor.numel() == 1:
@@ -86,19 +136,34 @@ class ParamGroup(dict):
         return super().__getitem__(key)
 
     def __setitem__(self, key: str, value: Any) -> None:
-        if key == "lr":
-            self.lr_tensor = value if isinstance(value, Tensor) else _scalar(value, self.lr_tensor.device)
+        if key == "lr" and isinstance(value, Tensor):
+            self.lr_tensor, self._own_lr = value, False
+        elif key == "lr" and self._own_lr:
+            _write(self.lr_tensor, value)
+        elif key == "lr":
+            self.lr_tensor, self._own_lr = _scalar(value, self.device), True
+        elif key in self._tensors:
+            _write(self._tensors[key], value)
         super().__setitem__(key, value)
+
+    def tensor(self, key: str) -> Tensor:
+        """Option `key` (a float, or a tuple of floats such as betas) as a float64 buffer (0-d or 1-d), made on
+        first use and written in place whenever the option is set: an update built from it is neither compiled
+        again nor stale under TinyJit when a schedule changes the option every step."""
+        if key not in self._tensors:
+            self._tensors[key] = _scalar(super().__getitem__(key), self.device, dtypes.float64)
+        return self._tensors[key]
 
 
 class Optimizer:
     """Base: holds the parameters (tensors with requires_grad True; None is turned on, as in tinygrad) in torch's
     parameter groups (`params` an iterable of tensors, or of dicts {'params': [...], option: value} whose options
     override the optimizer's defaults), and the buffers passed along with them (requires_grad False, e.g. running
-    statistics from get_parameters), which are realized with each step. Subclasses build one parameter's update
-    in `_update` from its group's options, and name each parameter's state in `_init_state`."""
+    statistics from get_parameters), which are realized with each step. Subclasses check a group's options in
+    `_new_group`, build one parameter's update in `_update` from its group's options, and name each parameter's
+    state in `_init_state`."""
 
-    def __init__(self, params: Iterable[Tensor] | Iterable[dict[str, Any]], defaults: dict[str, Any]):
+    def __init__(self, params: Params, defaults: dict[str, Any]):
         self.defaults = defaults
         self.param_groups: list[ParamGroup] = []
         self.params: list[Tensor] = []
@@ -106,6 +171,8 @@ class Optimizer:
         self.state: list[dict[str, Tensor]] = []  # per parameter (in self.params' order), by torch's names
         self._group_of: list[ParamGroup] = []
         items = list(params)
+        if not items:
+            raise ValueError(f"{type(self).__name__}: got an empty parameter list")
         groups = items if items and all(isinstance(g, dict) for g in items) else [{"params": items}]
         for g in groups:
             self.add_param_group(g)  # type: ignore[arg-type]
@@ -129,17 +196,26 @@ class Optimizer:
         trainable = [t for t in tensors if t.requires_grad]
         self.buffers += [t for t in tensors if not t.requires_grad]
         options = {**self.defaults, **{k: v for k, v in group.items() if k != "params"}}
-        lr = options.pop("lr")
+        lr = options["lr"]
+        self._check(isinstance(lr, Tensor) or lr >= 0, f"learning rate {lr} (must be >= 0)")
         device = trainable[0].device if trainable else (self.params[0].device if self.params else tensors[0].device)
-        pg = ParamGroup(
-            {"params": trainable, "lr": lr, **options}, lr if isinstance(lr, Tensor) else _scalar(lr, device)
-        )
+        pg = ParamGroup({"params": trainable, **options}, device)
         self._new_group(pg)
         self.param_groups.append(pg)
         for p in trainable:
             self.params.append(p)
             self._group_of.append(pg)
             self.state.append(self._init_state(p, pg))
+
+    def _check(self, ok: bool, what: str) -> None:
+        """torch's argument checks: a ValueError naming the optimizer and the bad value."""
+        if not ok:
+            raise ValueError(f"{type(self).__name__}: invalid {what}")
+
+    def _check_options(self, group: ParamGroup, *keys: str) -> None:
+        """Options that must be >= 0, by name (torch's 'Invalid epsilon value', ...)."""
+        for key in keys:
+            self._check(group[key] >= 0, f"{key} value {group[key]} (must be >= 0)")
 
     def _new_group(self, group: ParamGroup) -> None:
         """Check a new group's options (a clear error for bad ones) and make the state its parameters share
@@ -149,7 +225,7 @@ class Optimizer:
         """A new parameter's state tensors by torch's names (subclasses)."""
         return {}
 
-    # ------------------------------------------------------------ learning rate
+    # ------------------------------------------------------------ learning rate and scheduled options
     @property
     def lr(self) -> Tensor:
         """The first group's learning rate, a 0-d buffer (tinygrad's `optimizer.lr`)."""
@@ -163,7 +239,7 @@ class Optimizer:
         return float(self.lr.item())
 
     def set_lr(self, lr: float) -> None:
-        """Use `lr` in every group from the next step on: a new 0-d buffer (no kernel runs, nothing recompiled)."""
+        """Use `lr` in every group from the next step on (written into each group's rate buffer in place)."""
         for g in self.param_groups:
             g["lr"] = lr
 
@@ -171,6 +247,18 @@ class Optimizer:
         lr = self._group_of[i].lr_tensor
         lr = lr.reshape(()) if lr.shape != () and lr.numel() == 1 else lr
         return lr.to(p.device)
+
+    def _option(self, i: int, key: str, device: str | tuple[str, ...]) -> Tensor:
+        """Parameter i's group option `key` as its float64 buffer (ParamGroup.tensor) on `device`."""
+        return self._group_of[i].tensor(key).to(device)
+
+    def _grad(self, i: int, p: Tensor, g: Tensor) -> Tensor:
+        """The gradient the update follows: negated with maximize, plus torch's coupled (L2) weight decay
+        weight_decay * p."""
+        group = self._group_of[i]
+        if group.get("maximize"):
+            g = -g
+        return g + group["weight_decay"] * p.detach() if group["weight_decay"] else g
 
     # ------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
@@ -266,7 +354,7 @@ class SGD(Optimizer):
 
     def __init__(
         self,
-        params: Iterable[Tensor] | Iterable[dict[str, Any]],
+        params: Params,
         lr: float | Tensor = 0.001,
         momentum: float = 0.0,
         weight_decay: float = 0.0,
@@ -281,6 +369,7 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _new_group(self, group: ParamGroup) -> None:
+        self._check_options(group, "momentum", "weight_decay")
         if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
             raise ValueError("SGD: nesterov momentum requires a momentum and zero dampening")
 
@@ -289,13 +378,10 @@ class SGD(Optimizer):
 
     def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
         group = self._group_of[i]
-        if group["maximize"]:
-            g = -g
-        if group["weight_decay"]:
-            g = g + group["weight_decay"] * p.detach()
+        g = self._grad(i, p, g)
         written = [p]
-        momentum, dampening = group["momentum"], group["dampening"]
-        if momentum:
+        if group["momentum"]:
+            momentum, dampening = self._option(i, "momentum", p.device).cast(g.dtype), group["dampening"]
             buf = self.state[i].setdefault("momentum_buffer", _state_like(p))
             if i in self._started or not dampening:  # from a zero buffer the general rule gives buf = g too
                 buf.assign(momentum * buf + (1 - dampening) * g)
@@ -313,31 +399,72 @@ class SGD(Optimizer):
             self._started.add(i)
 
 
+class _StepCounted(Optimizer):
+    """An optimizer with torch's per-parameter state['step'] (the number of updates a parameter has had): t lives
+    in a 0-d float64 buffer per parameter group, advanced by each step that updates any of the group's
+    parameters, so a jitted step replays with the right count. A parameter without a gradient in a step its group
+    takes falls behind, as in torch: its t is the group's plus an offset kept in Python (0 unless it missed steps
+    or loaded another count; a new offset changes the update graph once)."""
+
+    def __init__(self, params: Params, defaults: dict[str, Any]):
+        self._counts: dict[int, Tensor] = {}  # per group (by id): its step count
+        self._offsets: dict[int, int] = {}  # per parameter index, where not 0
+        super().__init__(params, defaults)
+
+    def _new_group(self, group: ParamGroup) -> None:
+        self._counts[id(group)] = _scalar(0.0, group.device, dtypes.float64)
+
+    def _step_counters(self, groups: set[int]) -> list[Tensor]:
+        written = []
+        for g in self.param_groups:
+            if id(g) in groups:
+                count = self._counts[id(g)]
+                count.assign(count + 1)
+                written.append(count)
+        for i, p in enumerate(self.params):
+            if p.grad is None and id(self._group_of[i]) in groups:
+                self._offsets[i] = self._offsets.get(i, 0) - 1
+        return written
+
+    def _step_count(self, i: int, device: str | tuple[str, ...]) -> Tensor:
+        """Parameter i's step count t (counting the step being built), a float64 0-d tensor on `device`."""
+        t = self._counts[id(self._group_of[i])].to(device)
+        offset = self._offsets.get(i, 0)
+        return t + offset if offset else t
+
+    def state_dict(self) -> dict[str, Any]:
+        sd = super().state_dict()
+        for i, st in sd["state"].items():
+            count = self._counts[id(self._group_of[i])].item() + self._offsets.get(i, 0)
+            st["step"] = Tensor(np.float32(count))
+        return sd
+
+    def _load_state(self, i: int, saved: dict[str, Any]) -> None:
+        super()._load_state(i, saved)
+        if "step" in saved:  # the parameter's count: an offset from its group's
+            step = saved["step"]
+            t = int(step.item() if isinstance(step, Tensor) else np.asarray(step).item())
+            self._offsets[i] = t - int(self._counts[id(self._group_of[i])].item())
+
+
 def _betas(b1: float, b2: float, betas: tuple[float, float] | None) -> tuple[float, float]:
     return (b1, b2) if betas is None else (float(betas[0]), float(betas[1]))
 
 
-class _AdamFamily(Optimizer):
+class _AdamFamily(_StepCounted):
     """Adam's moments and bias corrections, shared by Adam, AdamW and LAMB:
-    m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2, up = (m / (1 - b1^t)) / (sqrt(v) / sqrt(1 - b2^t) + eps).
-    b1^t and b2^t are running products in 0-d buffers (one pair per parameter group: t counts its steps); `steps`
-    counts them in Python too (torch's per-parameter 'step' in state_dict)."""
+    m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2, up = (m / (1 - b1^t)) / (sqrt(v) / sqrt(1 - b2^t) + eps),
+    with torch's betas**step from the step count and the betas' buffers (float64)."""
 
-    def __init__(self, params: Iterable[Tensor] | Iterable[dict[str, Any]], defaults: dict[str, Any]):
-        self._powers: dict[int, tuple[Tensor, Tensor]] = {}  # per group (by id): the running b1^t, b2^t
-        self._steps: dict[int, int] = {}
-        self._corrections: dict[tuple[int, str], tuple[Tensor, Tensor]] = {}  # this step's: _bias_corrections
+    def __init__(self, params: Params, defaults: dict[str, Any]):
+        self._corrections: dict[tuple[Any, ...], tuple[Tensor, Tensor]] = {}  # this step's: _bias_corrections
         super().__init__(params, defaults)
 
     def _new_group(self, group: ParamGroup) -> None:
-        b1, b2 = group["betas"]
-        if not (0 <= b1 < 1 and 0 <= b2 < 1):
-            raise ValueError(f"{type(self).__name__}: invalid beta parameters {group['betas']}: each must be in [0, 1)")
-        if group["eps"] < 0:
-            raise ValueError(f"{type(self).__name__}: invalid epsilon value {group['eps']}")
-        device = group["params"][0].device if group["params"] else "CPU"
-        self._powers[id(group)] = (_scalar(1.0, device), _scalar(1.0, device))
-        self._steps[id(group)] = 0
+        _check_betas(self, group)
+        self._check(group["eps"] >= 0, f"epsilon value {group['eps']} (must be >= 0)")
+        self._check(group["weight_decay"] >= 0, f"weight_decay value {group['weight_decay']} (must be >= 0)")
+        super()._new_group(group)
 
     def _init_state(self, p: Tensor, group: ParamGroup) -> dict[str, Tensor]:
         st = {"exp_avg": _state_like(p), "exp_avg_sq": _state_like(p)}
@@ -345,60 +472,45 @@ class _AdamFamily(Optimizer):
             st["max_exp_avg_sq"] = _state_like(p)
         return st
 
-    def _step_counters(self, groups: set[int]) -> list[Tensor]:
-        written = []
-        for g in self.param_groups:
-            if id(g) in groups:
-                b1, b2 = g["betas"]
-                b1_t, b2_t = self._powers[id(g)]
-                b1_t.assign(b1_t * b1)
-                b2_t.assign(b2_t * b2)
-                self._steps[id(g)] += 1
-                written += [b1_t, b2_t]
-        return written
-
     def _step_done(self) -> None:
         self._corrections.clear()
 
-    def _bias_corrections(self, group: ParamGroup, device: str) -> tuple[Tensor, Tensor]:
-        """1 / (1 - b1^t) and 1 / sqrt(1 - b2^t) on `device`: 0-d tensors built once per step, group and device."""
-        if (c := self._corrections.get((id(group), device))) is None:
-            b1_t, b2_t = (t.to(device) for t in self._powers[id(group)])
-            c = self._corrections[(id(group), device)] = ((1 - b1_t).reciprocal(), (1 - b2_t).rsqrt())
+    def _bias_corrections(self, i: int, device: str | tuple[str, ...]) -> tuple[Tensor, Tensor]:
+        """1 / (1 - b1^t) and 1 / sqrt(1 - b2^t) (float64, 0-d) for parameter i: built once per step for the
+        parameters of a group that share a step count."""
+        key = (id(self._group_of[i]), self._offsets.get(i, 0), device)
+        if (c := self._corrections.get(key)) is None:
+            t, b = self._step_count(i, device), self._option(i, "betas", device)
+            c = self._corrections[key] = ((1 - b[0] ** t).reciprocal(), (1 - b[1] ** t).rsqrt())
         return c
 
     def _adam_direction(self, i: int, g: Tensor) -> tuple[Tensor, list[Tensor]]:
         """The bias-corrected Adam direction for parameter i after folding in gradient g; the state written."""
         group, st = self._group_of[i], self.state[i]
-        b1, b2 = group["betas"]
+        b1, b2 = _beta_weights(self._option(i, "betas", g.device), g.dtype)
         m, v = st["exp_avg"], st["exp_avg_sq"]
-        m.assign(b1 * m + (1 - b1) * g)
-        v.assign(b2 * v + (1 - b2) * (g * g))
+        m.assign(m + (g - m) * (1 - b1))  # torch's lerp toward g
+        v.assign(v * b2 + (1 - b2) * (g * g))
         written = [m, v]
         if group["amsgrad"]:
             v_max = st.setdefault("max_exp_avg_sq", _state_like(v))
             v_max.assign(v_max.maximum(v))
             v = v_max
             written.append(v)
-        inv_c1, inv_sqrt_c2 = self._bias_corrections(group, g.device)
+        inv_c1, inv_sqrt_c2 = (c.cast(g.dtype) for c in self._bias_corrections(i, g.device))
         return m * inv_c1 / (v.sqrt() * inv_sqrt_c2 + group["eps"]), written
 
-    def state_dict(self) -> dict[str, Any]:
-        sd = super().state_dict()
-        for i, st in sd["state"].items():
-            st["step"] = Tensor(np.float32(self._steps[id(self._group_of[i])]))
-        return sd
 
-    def _load_state(self, i: int, saved: dict[str, Any]) -> None:
-        super()._load_state(i, saved)
-        if "step" in saved:  # the group's step count and its running powers of the betas
-            step = saved["step"]
-            t = int(step.item() if isinstance(step, Tensor) else np.asarray(step).item())
-            group = self._group_of[i]
-            b1, b2 = group["betas"]
-            self._steps[id(group)] = t
-            for buf, beta in zip(self._powers[id(group)], (b1, b2)):
-                buf.assign(Tensor(np.float32(beta**t), device=buf.device)).realize()
+def _check_betas(opt: Optimizer, group: ParamGroup) -> None:
+    b1, b2 = group["betas"]
+    if not (0 <= b1 < 1 and 0 <= b2 < 1):
+        raise ValueError(f"{type(opt).__name__}: invalid beta parameters {group['betas']}: each must be in [0, 1)")
+
+
+def _beta_weights(betas: Tensor, dtype: DType) -> tuple[Tensor, Tensor]:
+    """b1 and b2 from the betas' float64 buffer, in the update's dtype (1 - b is best taken from these, as torch
+    rounds its Python 1 - beta once)."""
+    return betas[0].cast(dtype), betas[1].cast(dtype)
 
 
 class Adam(_AdamFamily):
@@ -409,7 +521,7 @@ class Adam(_AdamFamily):
 
     def __init__(
         self,
-        params: Iterable[Tensor] | Iterable[dict[str, Any]],
+        params: Params,
         lr: float | Tensor = 0.001,
         b1: float = 0.9,
         b2: float = 0.999,
@@ -426,12 +538,7 @@ class Adam(_AdamFamily):
         super().__init__(params, defaults)
 
     def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
-        group = self._group_of[i]
-        if group["maximize"]:
-            g = -g
-        if group["weight_decay"]:
-            g = g + group["weight_decay"] * p.detach()
-        up, written = self._adam_direction(i, g)
+        up, written = self._adam_direction(i, self._grad(i, p, g))
         p.assign(p.detach() - self._lr(i, p) * up)
         return [p, *written]
 
@@ -457,7 +564,7 @@ class LAMB(_AdamFamily):
 
     def __init__(
         self,
-        params: Iterable[Tensor] | Iterable[dict[str, Any]],
+        params: Params,
         lr: float | Tensor = 0.001,
         b1: float = 0.9,
         b2: float = 0.999,
@@ -484,141 +591,282 @@ class LAMB(_AdamFamily):
         return [p, *written]
 
 
-# ---------------------------------------------------------------- learning-rate schedules
+# ---------------------------------------------------------------- torch's other optimizers
 
 
-class LRScheduler:
-    """Sets each parameter group's lr from a closed form in the epoch count, as torch.optim.lr_scheduler:
-    constructing it sets the epoch-0 rates; each `step()` advances one epoch. A group's base rate is its rate when
-    the optimizer's first scheduler was made (kept as the group's 'initial_lr', and the first group's as
-    optimizer.initial_lr, so schedulers combined in SequentialLR agree)."""
-
-    def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
-        self.optimizer = optimizer
-        for g in optimizer.param_groups:
-            if "initial_lr" not in g:
-                g["initial_lr"] = g["lr"]
-        if optimizer.initial_lr is None:
-            optimizer.initial_lr = optimizer.param_groups[0]["initial_lr"]
-        self.base_lrs = [g["initial_lr"] for g in optimizer.param_groups]
-        self.base_lr = self.base_lrs[0]
-        self.last_epoch = last_epoch
-        self._last_lr = list(self.base_lrs)
-        self.step()
-
-    def lr_at(self, epoch: int, base: float) -> float:
-        raise NotImplementedError
-
-    def get_lr(self) -> float:
-        """The first group's rate at the current epoch."""
-        return self.lr_at(self.last_epoch, self.base_lr)
-
-    def get_last_lr(self) -> list[float]:
-        """The rates set by the last step, one per parameter group (as torch)."""
-        return list(self._last_lr)
-
-    def step(self) -> None:
-        self.last_epoch += 1
-        self._last_lr = [self.lr_at(self.last_epoch, base) for base in self.base_lrs]
-        for g, lr in zip(self.optimizer.param_groups, self._last_lr):
-            g["lr"] = lr
-
-
-class StepLR(LRScheduler):
-    """base_lr * gamma ** (epoch // step_size)."""
-
-    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1):
-        self.step_size, self.gamma = step_size, gamma
-        super().__init__(optimizer, last_epoch)
-
-    def lr_at(self, epoch: int, base: float) -> float:
-        return base * self.gamma ** (epoch // self.step_size)
-
-
-class MultiStepLR(LRScheduler):
-    """base_lr * gamma ** (number of milestones <= epoch)."""
-
-    def __init__(self, optimizer: Optimizer, milestones: Sequence[int], gamma: float = 0.1, last_epoch: int = -1):
-        self.milestones, self.gamma = sorted(milestones), gamma
-        super().__init__(optimizer, last_epoch)
-
-    def lr_at(self, epoch: int, base: float) -> float:
-        return base * self.gamma ** sum(1 for m in self.milestones if m <= epoch)
-
-
-class ExponentialLR(LRScheduler):
-    """base_lr * gamma ** epoch."""
-
-    def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1):
-        self.gamma = gamma
-        super().__init__(optimizer, last_epoch)
-
-    def lr_at(self, epoch: int, base: float) -> float:
-        return base * self.gamma**epoch
-
-
-class CosineAnnealingLR(LRScheduler):
-    """eta_min + (base_lr - eta_min) * (1 + cos(pi * epoch / T_max)) / 2 (past T_max the cosine goes on)."""
-
-    def __init__(self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1):
-        self.T_max, self.eta_min = T_max, eta_min
-        super().__init__(optimizer, last_epoch)
-
-    def lr_at(self, epoch: int, base: float) -> float:
-        return self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * epoch / self.T_max)) / 2
-
-
-class LinearLR(LRScheduler):
-    """Linear warmup (or decay): base_lr times a factor going linearly from start_factor to end_factor over
-    total_iters epochs, then staying at end_factor."""
+class RMSprop(_StepCounted):
+    """torch.optim.RMSprop: v = alpha v + (1 - alpha) g^2; centered: ga = lerp(ga, g, 1 - alpha) and
+    avg = sqrt(v - ga^2) + eps, else sqrt(v) + eps; with momentum, buf = momentum buf + g / avg and p -= lr buf,
+    else p -= lr g / avg (g with maximize and L2 weight decay first)."""
 
     def __init__(
         self,
-        optimizer: Optimizer,
-        start_factor: float = 1 / 3,
-        end_factor: float = 1.0,
-        total_iters: int = 5,
-        last_epoch: int = -1,
+        params: Params,
+        lr: float | Tensor = 0.01,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        momentum: float = 0.0,
+        centered: bool = False,
+        *,
+        maximize: bool = False,
     ):
-        if not 0 < start_factor <= 1 or not 0 <= end_factor <= 1:
-            raise ValueError("LinearLR: start_factor must be in (0, 1] and end_factor in [0, 1]")
-        self.start_factor, self.end_factor, self.total_iters = start_factor, end_factor, total_iters
-        super().__init__(optimizer, last_epoch)
+        defaults = {"lr": lr, "alpha": alpha, "eps": eps, "weight_decay": weight_decay, "momentum": momentum,
+                    "centered": centered, "maximize": maximize}  # fmt: skip
+        super().__init__(params, defaults)
 
-    def lr_at(self, epoch: int, base: float) -> float:
-        frac = min(epoch, self.total_iters) / self.total_iters if self.total_iters else 1.0
-        return base * (self.start_factor + (self.end_factor - self.start_factor) * frac)
+    def _new_group(self, group: ParamGroup) -> None:
+        self._check_options(group, "alpha", "eps", "momentum", "weight_decay")
+        super()._new_group(group)
+
+    def _init_state(self, p: Tensor, group: ParamGroup) -> dict[str, Tensor]:
+        st = {"square_avg": _state_like(p)}
+        if group["momentum"] > 0:
+            st["momentum_buffer"] = _state_like(p)
+        if group["centered"]:
+            st["grad_avg"] = _state_like(p)
+        return st
+
+    def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
+        group, st = self._group_of[i], self.state[i]
+        g, alpha = self._grad(i, p, g), group["alpha"]
+        v = st["square_avg"]
+        v.assign(v * alpha + (1 - alpha) * (g * g))
+        written = [p, v]
+        if group["centered"]:
+            ga = st.setdefault("grad_avg", _state_like(p))
+            ga.assign(ga.lerp(g, 1 - alpha))
+            avg = (v - ga * ga).sqrt() + group["eps"]
+            written.append(ga)
+        else:
+            avg = v.sqrt() + group["eps"]
+        if group["momentum"] > 0:
+            buf = st.setdefault("momentum_buffer", _state_like(p))
+            buf.assign(buf * self._option(i, "momentum", p.device).cast(g.dtype) + g / avg)
+            written.append(buf)
+            direction = buf
+        else:
+            direction = g / avg
+        p.assign(p.detach() - self._lr(i, p) * direction)
+        return written
 
 
-class LambdaLR(LRScheduler):
-    """base_lr * lr_lambda(epoch)."""
-
-    def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float], last_epoch: int = -1):
-        self.lr_lambda = lr_lambda
-        super().__init__(optimizer, last_epoch)
-
-    def lr_at(self, epoch: int, base: float) -> float:
-        return base * self.lr_lambda(epoch)
-
-
-class SequentialLR(LRScheduler):
-    """schedulers[k] from milestones[k-1] on (its own epoch count restarting at 0 there), e.g. a LinearLR
-    warmup followed by CosineAnnealingLR."""
+class Adagrad(_StepCounted):
+    """torch.optim.Adagrad: sum += g^2, p -= clr g / (sqrt(sum) + eps) with clr = lr / (1 + (t - 1) lr_decay);
+    the sums start at initial_accumulator_value."""
 
     def __init__(
-        self, optimizer: Optimizer, schedulers: Sequence[LRScheduler], milestones: Sequence[int], last_epoch: int = -1
+        self,
+        params: Params,
+        lr: float | Tensor = 0.01,
+        lr_decay: float = 0.0,
+        weight_decay: float = 0.0,
+        initial_accumulator_value: float = 0.0,
+        eps: float = 1e-10,
+        *,
+        maximize: bool = False,
     ):
-        if len(milestones) != len(schedulers) - 1:
-            raise ValueError(
-                f"SequentialLR: expected {len(schedulers) - 1} milestones for {len(schedulers)} schedulers"
-            )
-        if any(s.optimizer is not optimizer for s in schedulers):
-            raise ValueError("SequentialLR: every scheduler must belong to the given optimizer")
-        self.schedulers, self.milestones = list(schedulers), list(milestones)
-        super().__init__(optimizer, last_epoch)
+        defaults = {"lr": lr, "lr_decay": lr_decay, "weight_decay": weight_decay, "eps": eps, "maximize": maximize,
+                    "initial_accumulator_value": initial_accumulator_value}  # fmt: skip
+        super().__init__(params, defaults)
 
-    def lr_at(self, epoch: int, base: float) -> float:
-        k = sum(1 for m in self.milestones if m <= epoch)
-        start = self.milestones[k - 1] if k else 0
-        self.schedulers[k].last_epoch = epoch - start
-        return self.schedulers[k].lr_at(epoch - start, base)
+    def _new_group(self, group: ParamGroup) -> None:
+        self._check_options(group, "lr_decay", "weight_decay", "initial_accumulator_value", "eps")
+        super()._new_group(group)
+
+    def _init_state(self, p: Tensor, group: ParamGroup) -> dict[str, Tensor]:
+        return {"sum": _state_like(p, group["initial_accumulator_value"])}
+
+    def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
+        group, total = self._group_of[i], self.state[i]["sum"]
+        g = self._grad(i, p, g)
+        total.assign(total + g * g)
+        lr = self._lr(i, p)
+        if group["lr_decay"]:
+            t = self._step_count(i, p.device)
+            lr = (lr.cast(dtypes.float64) / (1 + (t - 1) * group["lr_decay"])).cast(lr.dtype)
+        p.assign(p.detach() - lr * (g / (total.sqrt() + group["eps"])))
+        return [p, total]
+
+
+class Adadelta(_StepCounted):
+    """torch.optim.Adadelta: v = rho v + (1 - rho) g^2, delta = sqrt(u + eps) / sqrt(v + eps) g with u the running
+    average of delta^2 from before this step, u = rho u + (1 - rho) delta^2, p -= lr delta."""
+
+    def __init__(
+        self,
+        params: Params,
+        lr: float | Tensor = 1.0,
+        rho: float = 0.9,
+        eps: float = 1e-6,
+        weight_decay: float = 0.0,
+        *,
+        maximize: bool = False,
+    ):
+        defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay, "maximize": maximize}
+        super().__init__(params, defaults)
+
+    def _new_group(self, group: ParamGroup) -> None:
+        self._check(0 <= group["rho"] <= 1, f"rho value {group['rho']} (must be in [0, 1])")
+        self._check_options(group, "eps", "weight_decay")
+        super()._new_group(group)
+
+    def _init_state(self, p: Tensor, group: ParamGroup) -> dict[str, Tensor]:
+        return {"square_avg": _state_like(p), "acc_delta": _state_like(p)}
+
+    def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
+        group, st = self._group_of[i], self.state[i]
+        g, rho, eps = self._grad(i, p, g), group["rho"], group["eps"]
+        v, u = st["square_avg"], st["acc_delta"]
+        v.assign(v * rho + (1 - rho) * (g * g))
+        delta = (u + eps).sqrt() / (v + eps).sqrt() * g  # u from before its assign below (both assigns read it)
+        p.assign(p.detach() - self._lr(i, p) * delta)
+        u.assign(u * rho + (1 - rho) * (delta * delta))
+        return [p, v, u]
+
+
+class Adamax(_StepCounted):
+    """torch.optim.Adamax (Adam with the infinity norm): m = lerp(m, g, 1 - b1), u = max(b2 u, |g| + eps),
+    p -= lr / (1 - b1^t) m / u."""
+
+    def __init__(
+        self,
+        params: Params,
+        lr: float | Tensor = 0.002,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        *,
+        maximize: bool = False,
+    ):
+        defaults = {"lr": lr, "betas": _betas(*betas, None), "eps": eps, "weight_decay": weight_decay,
+                    "maximize": maximize}  # fmt: skip
+        super().__init__(params, defaults)
+
+    def _new_group(self, group: ParamGroup) -> None:
+        _check_betas(self, group)
+        self._check_options(group, "eps", "weight_decay")
+        super()._new_group(group)
+
+    def _init_state(self, p: Tensor, group: ParamGroup) -> dict[str, Tensor]:
+        return {"exp_avg": _state_like(p), "exp_inf": _state_like(p)}
+
+    def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
+        group, st = self._group_of[i], self.state[i]
+        g, betas = self._grad(i, p, g), self._option(i, "betas", p.device)
+        b1, b2 = _beta_weights(betas, g.dtype)
+        m, u = st["exp_avg"], st["exp_inf"]
+        m.assign(m + (g - m) * (1 - b1))
+        u.assign((u * b2).maximum(g.abs() + group["eps"]))
+        t = self._step_count(i, p.device)
+        clr = (self._lr(i, p).cast(dtypes.float64) / (1 - betas[0] ** t)).cast(g.dtype)
+        p.assign(p.detach() - clr * (m / u))
+        return [p, m, u]
+
+
+class NAdam(_StepCounted):
+    """torch.optim.NAdam (Adam with Nesterov momentum, Dozat 2016): mu_t = b1 (1 - 0.5 * 0.96^(t momentum_decay)),
+    mu_product the running product of the mu_t (per parameter, as torch's state), then
+    p -= lr (1 - mu_t) / (1 - mu_product) g / denom + lr mu_{t+1} / (1 - mu_product mu_{t+1}) m / denom with
+    denom = sqrt(v / (1 - b2^t)) + eps. decoupled_weight_decay: p *= 1 - lr wd first (NAdamW), else L2."""
+
+    def __init__(
+        self,
+        params: Params,
+        lr: float | Tensor = 0.002,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        momentum_decay: float = 0.004,
+        decoupled_weight_decay: bool = False,
+        *,
+        maximize: bool = False,
+    ):
+        defaults = {"lr": lr, "betas": _betas(*betas, None), "eps": eps, "weight_decay": weight_decay,
+                    "momentum_decay": momentum_decay, "decoupled_weight_decay": decoupled_weight_decay,
+                    "maximize": maximize}  # fmt: skip
+        super().__init__(params, defaults)
+
+    def _new_group(self, group: ParamGroup) -> None:
+        _check_betas(self, group)
+        self._check_options(group, "eps", "weight_decay", "momentum_decay")
+        super()._new_group(group)
+
+    def _init_state(self, p: Tensor, group: ParamGroup) -> dict[str, Tensor]:
+        mu_product = _scalar(1.0, p.device)
+        return {"mu_product": mu_product, "exp_avg": _state_like(p), "exp_avg_sq": _state_like(p)}
+
+    def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
+        group, st, f64 = self._group_of[i], self.state[i], dtypes.float64
+        w, g, lr = _weight_decay(self, i, p, g)
+        betas, t, decay = self._option(i, "betas", p.device), self._step_count(i, p.device), group["momentum_decay"]
+        b1, b2 = _beta_weights(betas, g.dtype)
+        mu = betas[0] * (1 - 0.5 * 0.96 ** (t * decay))
+        mu_next = betas[0] * (1 - 0.5 * 0.96 ** ((t + 1) * decay))
+        mu_product, m, v = st["mu_product"], st["exp_avg"], st["exp_avg_sq"]
+        mu_product.assign(mu_product * mu.cast(mu_product.dtype))
+        m.assign(m + (g - m) * (1 - b1))
+        v.assign(v * b2 + (1 - b2) * (g * g))
+        denom = (v / (1 - betas[1] ** t).cast(g.dtype)).sqrt() + group["eps"]
+        lr64, prod = lr.cast(f64), mu_product.cast(f64)
+        c_grad = (lr64 * (1 - mu) / (1 - prod)).cast(g.dtype)
+        c_avg = (lr64 * mu_next / (1 - prod * mu_next)).cast(g.dtype)
+        p.assign(w - c_grad * (g / denom) - c_avg * (m / denom))
+        return [p, mu_product, m, v]
+
+
+class RAdam(_StepCounted):
+    """torch.optim.RAdam (rectified Adam, Liu et al. 2019): with rho_inf = 2 / (1 - b2) - 1 and
+    rho_t = rho_inf - 2 t b2^t / (1 - b2^t), p -= lr m / (1 - b1^t) * (rect sqrt(1 - b2^t) / (sqrt(v) + eps)) where
+    rho_t > 5 (rect = sqrt((rho_t - 4)(rho_t - 2) rho_inf / ((rho_inf - 4)(rho_inf - 2) rho_t))), else
+    p -= lr m / (1 - b1^t). decoupled_weight_decay: p *= 1 - lr wd first (RAdamW), else L2."""
+
+    def __init__(
+        self,
+        params: Params,
+        lr: float | Tensor = 0.001,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        decoupled_weight_decay: bool = False,
+        *,
+        maximize: bool = False,
+    ):
+        defaults = {"lr": lr, "betas": _betas(*betas, None), "eps": eps, "weight_decay": weight_decay,
+                    "decoupled_weight_decay": decoupled_weight_decay, "maximize": maximize}  # fmt: skip
+        super().__init__(params, defaults)
+
+    def _new_group(self, group: ParamGroup) -> None:
+        _check_betas(self, group)
+        self._check_options(group, "eps", "weight_decay")
+        super()._new_group(group)
+
+    def _init_state(self, p: Tensor, group: ParamGroup) -> dict[str, Tensor]:
+        return {"exp_avg": _state_like(p), "exp_avg_sq": _state_like(p)}
+
+    def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
+        group, st = self._group_of[i], self.state[i]
+        w, g, lr = _weight_decay(self, i, p, g)
+        betas, t = self._option(i, "betas", p.device), self._step_count(i, p.device)
+        b1, b2 = _beta_weights(betas, g.dtype)
+        m, v = st["exp_avg"], st["exp_avg_sq"]
+        m.assign(m + (g - m) * (1 - b1))
+        v.assign(v * b2 + (1 - b2) * (g * g))
+        b2_t = betas[1] ** t
+        rho_inf = 2 / (1 - betas[1]) - 1
+        rho_t = rho_inf - 2 * t * b2_t / (1 - b2_t)
+        rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)).sqrt()
+        rectified = rho_t > 5  # the variance estimate is trusted from here on
+        step_size = (lr.cast(dtypes.float64) / (1 - betas[0] ** t)).cast(g.dtype)
+        adaptive = rectified.where(rect * (1 - b2_t).sqrt(), 0.0).cast(g.dtype)
+        p.assign(w - step_size * m * rectified.where(adaptive / (v.sqrt() + group["eps"]), 1.0))
+        return [p, m, v]
+
+
+def _weight_decay(opt: Optimizer, i: int, p: Tensor, g: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """NAdam's and RAdam's weight decay: the parameter the update starts from, the gradient it follows and the
+    rate. Decoupled: p (1 - lr wd) and the gradient as is (maximize applied); else p and the L2 gradient."""
+    group, lr = opt._group_of[i], opt._lr(i, p)
+    if not (group["decoupled_weight_decay"] and group["weight_decay"]):
+        return p.detach(), opt._grad(i, p, g), lr
+    return p.detach() * (1 - lr * group["weight_decay"]), -g if group["maximize"] else g, lr
