@@ -12,7 +12,8 @@ statistics) have requires_grad False. Constant-initialized tensors get their own
 layers never share one: hash-consing would make two lazy Tensor.ones(n) the same node.
 
 The activation, pooling, padding, resampling and loss modules are thin wrappers over unigrad.nn.functional with
-torch's names and constructor signatures; `nn.functional` and `nn.init` are importable from here.
+torch's names and constructor signatures; `nn.functional` and `nn.init` are importable from here. The recurrent
+layers (RNN, LSTM, GRU and their cells) live in unigrad.nn.rnn.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from unigrad.dtype import DType, dtypes
-from unigrad.nn import functional, init, optim, state, utils
+from unigrad.nn import functional, init, optim, rnn, state, utils
 from unigrad.nn import functional as F
 from unigrad.nn.module import (
     Flatten,
@@ -40,6 +41,7 @@ from unigrad.nn.module import (
     Sequential,
     Unflatten,
 )
+from unigrad.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from unigrad.tensor import Tensor
 
 __all__ = [
@@ -72,7 +74,14 @@ __all__ = [
     "InstanceNorm1d",
     "InstanceNorm2d",
     "Embedding",
+    "RNNCellBase",
+    "RNNCell",
     "LSTMCell",
+    "GRUCell",
+    "RNNBase",
+    "RNN",
+    "LSTM",
+    "GRU",
     "Dropout",
     "ReLU",
     "ReLU6",
@@ -168,6 +177,7 @@ __all__ = [
     "functional",
     "init",
     "optim",
+    "rnn",
     "state",
     "utils",
 ]
@@ -711,33 +721,6 @@ class Embedding(Module):
     def extra_repr(self) -> str:
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
         return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
-
-
-class LSTMCell(Module):
-    """One LSTM step: (x, (h, c)) -> (h', c') with gates i, f, g, o stacked in weight_ih (4H, I) and
-    weight_hh (4H, H); every parameter ~ U(-1/sqrt(H), 1/sqrt(H)), as torch."""
-
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True):
-        super().__init__()
-        self.input_size, self.hidden_size = input_size, hidden_size
-        bound = 1 / math.sqrt(hidden_size) if hidden_size else 0.0
-        self.weight_ih = _uniform_bound((4 * hidden_size, input_size), bound)
-        self.weight_hh = _uniform_bound((4 * hidden_size, hidden_size), bound)
-        self.bias_ih = _uniform_bound((4 * hidden_size,), bound) if bias else None
-        self.bias_hh = _uniform_bound((4 * hidden_size,), bound) if bias else None
-
-    def forward(self, x: Tensor, hc: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor]:
-        if hc is None:
-            zeros = Tensor.zeros(*x.shape[:-1], self.hidden_size, dtype=x.dtype, device=x.device)
-            hc = (zeros, zeros)
-        h, c = hc
-        gates = x.linear(self.weight_ih.T, self.bias_ih) + h.linear(self.weight_hh.T, self.bias_hh)
-        i, f, g, o = gates.chunk(4, dim=-1)
-        c_new = f.sigmoid() * c + i.sigmoid() * g.tanh()
-        return o.sigmoid() * c_new.tanh(), c_new
-
-    def extra_repr(self) -> str:
-        return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias_ih is not None else ", bias=False")
 
 
 class Dropout(Module):
