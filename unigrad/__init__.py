@@ -16,7 +16,7 @@ from unigrad.tensor import Tensor
 from unigrad.api import torch_functions
 from unigrad.api.torch_functions import no_grad  # unigrad.tensor's no_grad, usable bare as a decorator
 from unigrad.api.torch_functions import *  # noqa: F403 - torch's top-level names, listed in its __all__
-from unigrad import utils
+from unigrad import cuda, utils
 from unigrad.utils.data import Generator
 
 
@@ -42,5 +42,5 @@ bool = dtypes.bool
 DTYPE_NAMES = ["float32", "float", "float16", "half", "bfloat16", "float64", "double", "int8", "int16", "short"]
 DTYPE_NAMES += ["int32", "int", "int64", "long", "uint8", "uint16", "uint32", "uint64", "bool"]
 
-__all__ = ["Tensor", "dtypes", "Device", "Variable", "Context", "UOp", "no_grad", "TinyJit", "function", "Generator", "utils"]
+__all__ = ["Tensor", "dtypes", "Device", "Variable", "Context", "UOp", "no_grad", "TinyJit", "function", "Generator", "utils", "cuda"]
 __all__ += [name for name in torch_functions.__all__ if name not in __all__] + DTYPE_NAMES

@@ -1181,3 +1181,41 @@ def test_grad_fn_marks_results_of_autograd():
     b = a * 2
     assert b.grad_fn is not None and b.grad_fn.name() == "MulBackward"
     assert b.detach().grad_fn is None
+
+
+LAYOUTS = {
+    "plain": lambda t: t,
+    "permuted": lambda t: t.permute(2, 0, 1),
+    "sliced": lambda t: t[1:, :, 2:],
+    "expanded": lambda t: t.reshape(1, 2, 3, 4).expand(5, 2, 3, 4),
+    "merged view": lambda t: t.reshape(6, 4),
+    "view of a slice": lambda t: t[:, 1:].reshape(2, 8),
+    "reshape of a permute (a copy)": lambda t: t.permute(1, 0, 2).reshape(3, 8),
+    "split view of a permute": lambda t: t.transpose(0, 1).reshape(3, 2, 2, 2),
+    "flipped (a copy)": lambda t: t.flip(0),
+    "computed": lambda t: t + 1,
+    "computed, permuted": lambda t: (t + 1).permute(2, 1, 0),
+    "stepped": lambda t: t[:, :, ::2],
+    "selected": lambda t: t[1],
+    "narrowed": lambda t: t.narrow(2, 1, 2),
+    "empty": lambda t: t[:, :0],
+}
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_stride_offset_and_contiguity_as_torch_reports_them(name):
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    u, t = LAYOUTS[name](Tensor(x)), LAYOUTS[name](torch.from_numpy(x))
+    assert (u.stride(), u.storage_offset(), u.is_contiguous()) == (t.stride(), t.storage_offset(), t.is_contiguous())
+    if u.ndim:
+        assert u.stride(-1) == t.stride(-1)
+
+
+def test_device_queries_and_cuda_absence():
+    import unigrad
+
+    x = Tensor(np.ones(2, np.float32))
+    assert x.is_cpu and not x.is_cuda and x.get_device() == -1 and not unigrad.cuda.is_available()
+    assert x.pin_memory() is x and x.share_memory_() is x and unigrad.cuda.device_count() == 0
+    with pytest.raises(RuntimeError, match="no CUDA device"):
+        x.cuda()

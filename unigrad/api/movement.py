@@ -1466,6 +1466,52 @@ class MovementMixin:
         """This tensor on the CPU device (itself when it is there)."""
         return self.to("CPU")
 
+    def stride(self: Tensor, dim: int | None = None) -> tuple[int, ...] | int:
+        """The strides (in elements) torch gives the same ops: a view keeps its buffer's, a result is row-major
+        (unigrad/api/strides.py)."""
+        from unigrad.api.strides import layout
+
+        strides = layout(self)[0]
+        return strides if dim is None else strides[_dim("stride", dim, self.ndim)]
+
+    def storage_offset(self: Tensor) -> int:
+        """Where the view starts in its buffer, in elements (0 for a computed result)."""
+        from unigrad.api.strides import layout
+
+        return layout(self)[1]
+
+    def is_contiguous(self: Tensor, memory_format: Any = None) -> bool:
+        """True when the strides are row-major (as torch.is_contiguous)."""
+        from unigrad.api.strides import is_contiguous
+
+        return is_contiguous(self)
+
+    @property
+    def is_cpu(self: Tensor) -> bool:
+        return isinstance(self.device, str) and self.device.split(":")[0] == "CPU"
+
+    @property
+    def is_cuda(self: Tensor) -> bool:
+        return False  # no CUDA device in unigrad yet (unigrad.cuda.is_available() is False)
+
+    def get_device(self: Tensor) -> int:
+        """torch's device index: -1 for the CPU."""
+        return -1
+
+    def cuda(self: Tensor, device: Any = None, non_blocking: bool = False) -> Tensor:
+        raise RuntimeError(
+            "cuda: unigrad has no CUDA device (unigrad.cuda.is_available() is False); keep the tensor on "
+            f"{self.device} or use .to(unigrad.Device.DEFAULT)"
+        )
+
+    def pin_memory(self: Tensor) -> Tensor:
+        """Itself: host buffers need no pinning here."""
+        return self
+
+    def share_memory_(self: Tensor) -> Tensor:
+        """Itself (torch moves the storage to shared memory for multiprocessing; unigrad runs in one process)."""
+        return self
+
     def type(self: Tensor, dtype: DType | str | None = None) -> Any:
         """torch's Tensor.type: with a dtype, this tensor cast to it; without, the type's name ("torch.FloatTensor")."""
         if dtype is not None:
