@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from unigrad.dtype import ConstType, dtypes
 from unigrad.ir.args import LoadArg, ReduceArg
@@ -309,13 +309,20 @@ GRADIENT_RULES: dict[Ops, GradientRule] = {
 # ---------------------------------------------------------------- the walk
 
 
-def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp], order: list[UOp] | None = None) -> dict[UOp, UOp]:
+def compute_gradient(
+    root: UOp,
+    root_grad: UOp,
+    targets: set[UOp],
+    order: list[UOp] | None = None,
+    hooks: Mapping[UOp, Callable[[UOp], UOp]] | None = None,
+) -> dict[UOp, UOp]:
     """d(root)/d(t) for each target t reached from root along float values, as UOp graphs.
 
     Walks the nodes between root and the targets in reverse topological order, applies each node's rule to
     its accumulated gradient and adds the results into its sources' gradients (a node used twice gets the
     sum). Targets not reached are missing from the result. Raises NotImplementedError for an op on the
-    path without a rule. `order`: root.toposort() when the caller has it already."""
+    path without a rule. `order`: root.toposort() when the caller has it already. `hooks`: node -> function of
+    its complete gradient giving the gradient that flows on (Tensor.register_hook)."""
     if tuple(root_grad.shape) != tuple(root.shape):
         raise ValueError(f"compute_gradient: root gradient shape {root_grad.shape} != root shape {root.shape}")
     if order is None:
@@ -345,6 +352,8 @@ def compute_gradient(root: UOp, root_grad: UOp, targets: set[UOp], order: list[U
             accumulate(u.src[1:], u.arg.backward(outs_g, u.src[1:]))
             continue
         g = grads.get(u)
+        if g is not None and hooks and u in hooks:  # every user of u is done: its gradient is complete
+            g = grads[u] = hooks[u](g)
         if g is None or on_path.isdisjoint(u.src):
             continue
         rule = GRADIENT_RULES.get(u.op)
@@ -379,18 +388,25 @@ def unrealize(u: UOp, memo: dict[UOp, UOp], realized: dict[UOp, UOp]) -> UOp:
     return u.substitute(mapping) if mapping else u
 
 
-def gradients(root: UOp, root_grad: UOp, targets: list[UOp]) -> list[UOp | None]:
+def gradients(
+    root: UOp, root_grad: UOp, targets: list[UOp], hooks: Mapping[UOp, Callable[[UOp], UOp]] | None = None
+) -> list[UOp | None]:
     """compute_gradient for a tensor graph, seeing through realized values: the walk runs on the graphs
     that computed them, and the gradients read each such value from its buffer again. None for a target
     the root does not depend on."""
     order = root.toposort()
     realized = dict(realized_from.items())
-    if realized.keys().isdisjoint(order) and realized.keys().isdisjoint(targets):  # no realized value involved
-        grads = compute_gradient(root, root_grad, set(targets), order)
+    if (
+        realized.keys().isdisjoint(order)
+        and realized.keys().isdisjoint(targets)
+        and realized.keys().isdisjoint(hooks or ())
+    ):
+        grads = compute_gradient(root, root_grad, set(targets), order, hooks)
         return [grads.get(t) for t in targets]
     memo: dict[UOp, UOp] = {}
     graph_targets = [unrealize(t, memo, realized) for t in targets]
-    grads = compute_gradient(unrealize(root, memo, realized), root_grad, set(graph_targets))
+    graph_hooks = {unrealize(u, memo, realized): fn for u, fn in (hooks or {}).items()}
+    grads = compute_gradient(unrealize(root, memo, realized), root_grad, set(graph_targets), hooks=graph_hooks)
     found = [grads.get(t) for t in graph_targets]
     back = {graph: value for value, graph in memo.items()}
     if not back or all(g is None for g in found):

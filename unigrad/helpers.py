@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import operator
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import MISSING, Field, FrozenInstanceError, field
@@ -157,3 +158,22 @@ def tree_fill(structure: Any, leaves: Sequence[Any]) -> Any:
     if isinstance(structure, dict):
         return {k: tree_fill(e, leaves) for k, e in structure.items()}
     return structure
+
+
+class RemovableHandle:
+    """Returned by the register_*_hook methods: `remove()` unregisters the hook."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict[int, Callable[..., Any]]):
+        self.hooks_dict = hooks
+        self.id = next(RemovableHandle._ids)
+
+    def remove(self) -> None:
+        self.hooks_dict.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()

@@ -30,7 +30,7 @@ from unigrad.api.random import RandomMixin
 from unigrad.api.reduce import ReduceMixin, ValuesIndices
 from unigrad.dtype import ConstType, DType, dtypes, promote_types, promote_with_dims, result_dtype_with_scalar, to_dtype
 from unigrad.gradient import gradients, remember_graph
-from unigrad.helpers import record
+from unigrad.helpers import RemovableHandle, record
 from unigrad.ir.args import LoadArg, ReduceArg
 from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.props import broadcast_shapes
@@ -114,6 +114,35 @@ _leaves: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary(
 # non-leaf tensors after retain_grad(), by id: backward() fills their .grad too (a realized one's buffer is a
 # target gradients() sees through, as it sees through realized values on the way to the leaves)
 _retained: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+# tensors with gradient hooks (register_hook), by id, and their hooks by handle id (in registration order)
+_hooked: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+_hook_fns: dict[int, dict[int, Callable[[Tensor], Tensor | None]]] = {}
+
+
+def _gradient_hooks() -> dict[UOp, Callable[[UOp], UOp]]:
+    """The hooks of the live hooked tensors, by their node: each runs the tensor's hooks in turn on its gradient
+    (a hook returning None leaves it as it was)."""
+    for key in [k for k in _hook_fns if k not in _hooked]:  # tensors freed since
+        del _hook_fns[key]
+    out: dict[UOp, Callable[[UOp], UOp]] = {}
+    for key, t in list(_hooked.items()):
+        fns = list(_hook_fns.get(key, {}).values())
+        if fns:
+            out[t.uop] = functools.partial(_run_hooks, fns, t.device)
+    return out
+
+
+def _run_hooks(fns: list[Callable[[Tensor], Tensor | None]], device: Any, g: UOp) -> UOp:
+    for fn in fns:
+        r = fn(Tensor(g, device=device))
+        if r is not None:
+            if not isinstance(r, Tensor) or r.shape != tuple(g.shape):
+                got = r.shape if isinstance(r, Tensor) else type(r).__name__
+                raise RuntimeError(
+                    f"register_hook: a hook must return None or a gradient of shape {tuple(g.shape)}, got {got}"
+                )
+            g = r.uop
+    return g
 
 
 def _is_buffer_view(u: UOp) -> bool:
@@ -718,6 +747,20 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         if not self.is_leaf:
             _retained[id(self)] = self
 
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
+        """hook(grad) runs when backward() (or gradient()) has this tensor's gradient; a Tensor it returns
+        replaces the gradient (for .grad of a leaf, and for what flows on to the tensors this one was built from).
+        Returns a handle whose remove() unregisters it."""
+        if not self._requires_grad:
+            raise RuntimeError("register_hook: cannot register a hook on a tensor that doesn't require gradient")
+        fns = _hook_fns.setdefault(id(self), {})
+        if _hooked.get(id(self)) is not self:  # a new tensor under a freed one's id
+            fns.clear()
+            _hooked[id(self)] = self
+        handle = RemovableHandle(fns)
+        fns[handle.id] = hook
+        return handle
+
     @property
     def retains_grad(self) -> bool:
         return _retained.get(id(self)) is self
@@ -772,7 +815,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
                 raise RuntimeError(f"gradient: only Tensors of floating point dtype have gradients, got {t.dtype}")
         out = []
         root, *graphs = _resolve_assigns([self.uop, *(t.uop for t in targets)])
-        for t, g in zip(targets, gradients(root, root_grad, graphs)):
+        for t, g in zip(targets, gradients(root, root_grad, graphs, _gradient_hooks() if _hook_fns else None)):
             if g is None and not materialize_grads:
                 raise RuntimeError(
                     f"gradient: a target of shape {t.shape} is not used in the graph of this tensor "
@@ -795,7 +838,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             _backward_roots[id(self)] = self
         leaves = list(_leaves.values()) + list(_retained.values())
         root, *graphs = _resolve_assigns([self.uop, *(t.uop for t in leaves)])
-        for t, g in zip(leaves, gradients(root, root_grad, graphs)):
+        for t, g in zip(leaves, gradients(root, root_grad, graphs, _gradient_hooks() if _hook_fns else None)):
             if g is not None:
                 gt = Tensor(g, device=t.device)
                 if create_graph:

@@ -1219,3 +1219,45 @@ def test_device_queries_and_cuda_absence():
     assert x.pin_memory() is x and x.share_memory_() is x and unigrad.cuda.device_count() == 0
     with pytest.raises(RuntimeError, match="no CUDA device"):
         x.cuda()
+
+
+@pytest.mark.parametrize("realize_first", [False, True])
+def test_register_hook_changes_the_gradient_that_flows(realize_first):
+    """A hook on an intermediate scales what reaches the leaf; a leaf's hook changes its .grad; a removed hook
+    does nothing; hooks run in registration order, as torch's."""
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+
+    def run(u: Tensor, h: Tensor, backward) -> list:
+        seen: list = []
+        h.register_hook(lambda g: seen.append(tuple(g.shape)) or g * 3)
+        u.register_hook(lambda g: g + 1)
+        u.register_hook(lambda g: g * 0.5)
+        u.register_hook(lambda g: g * 100).remove()
+        backward()
+        return seen
+
+    u = Tensor(x, requires_grad=True)
+    h = (u * 2).tanh()
+    loss = (h * h).sum()
+    if realize_first:
+        h.realize()
+    seen = run(u, h, loss.backward)
+    t = torch.tensor(x, requires_grad=True)
+    th = (t * 2).tanh()
+    run(t, th, (th * th).sum().backward)
+    assert seen == [(3, 4)]
+    check(u.grad, t.grad, atol=1e-5)
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
+        Tensor(x).register_hook(lambda g: g)
+
+
+def test_hook_applies_to_functional_gradient_and_checks_its_result():
+    x = Tensor(np.ones(3, np.float32), requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: g * 10)
+    (gx,) = (y.sum()).gradient(x)
+    np.testing.assert_allclose(gx.numpy(), [20.0, 20.0, 20.0])
+    z = Tensor(np.ones(3, np.float32), requires_grad=True)
+    z.register_hook(lambda g: g.sum())
+    with pytest.raises(RuntimeError, match="must return None or a gradient of shape"):
+        (z * 2).sum().backward()

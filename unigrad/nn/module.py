@@ -32,12 +32,12 @@ flag wins, whatever `Tensor.training` says. Unlike torch, a fresh module is ther
 from __future__ import annotations
 
 import copy
-import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from unigrad.dtype import DType, dtypes
+from unigrad.helpers import RemovableHandle
 from unigrad.nn import state as nn_state
 from unigrad.tensor import Tensor, no_grad
 
@@ -79,25 +79,6 @@ def _trainable(t: Tensor) -> bool:
     holds no floats, or it is computed from tensors that require grad (not a leaf): an optimizer could never
     train those."""
     return t.requires_grad is not False and t.dtype.is_float and t.is_leaf
-
-
-class RemovableHandle:
-    """Returned by the register_*_hook methods: `remove()` unregisters the hook."""
-
-    _ids = itertools.count()
-
-    def __init__(self, hooks: dict[int, Callable[..., Any]]):
-        self.hooks_dict = hooks
-        self.id = next(RemovableHandle._ids)
-
-    def remove(self) -> None:
-        self.hooks_dict.pop(self.id, None)
-
-    def __enter__(self) -> RemovableHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.remove()
 
 
 def _collect(
