@@ -62,6 +62,7 @@ __all__ = [
     "Conv3d",
     "ConvTranspose1d",
     "ConvTranspose2d",
+    "ConvTranspose3d",
     "BatchNorm",
     "BatchNorm1d",
     "BatchNorm2d",
@@ -73,7 +74,9 @@ __all__ = [
     "InstanceNorm",
     "InstanceNorm1d",
     "InstanceNorm2d",
+    "InstanceNorm3d",
     "Embedding",
+    "EmbeddingBag",
     "RNNCellBase",
     "RNNCell",
     "LSTMCell",
@@ -127,6 +130,10 @@ __all__ = [
     "AdaptiveMaxPool3d",
     "LPPool1d",
     "LPPool2d",
+    "LPPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
     "ConstantPad1d",
     "ConstantPad2d",
     "ConstantPad3d",
@@ -147,12 +154,14 @@ __all__ = [
     "UpsamplingBilinear2d",
     "PixelShuffle",
     "PixelUnshuffle",
+    "ChannelShuffle",
     "Unfold",
     "Fold",
     "Dropout1d",
     "Dropout2d",
     "Dropout3d",
     "AlphaDropout",
+    "FeatureAlphaDropout",
     "L1Loss",
     "MSELoss",
     "CrossEntropyLoss",
@@ -171,9 +180,14 @@ __all__ = [
     "CosineEmbeddingLoss",
     "MultiLabelSoftMarginLoss",
     "MultiMarginLoss",
+    "MultiLabelMarginLoss",
+    "TripletMarginWithDistanceLoss",
     "MultiheadAttention",
     "TransformerEncoderLayer",
     "TransformerEncoder",
+    "TransformerDecoderLayer",
+    "TransformerDecoder",
+    "Transformer",
     "functional",
     "init",
     "optim",
@@ -339,7 +353,9 @@ class Conv3d(_ConvNd):
 
 
 class _ConvTransposeNd(Module):
-    """Shared by ConvTranspose1d/2d: weight (C_in, C_out/groups, *kernel_size)."""
+    """Shared by ConvTranspose1d/2d/3d: weight (C_in, C_out/groups, *kernel_size). forward(x, output_size) picks
+    the output_padding that gives output_size (spatial dims, or with the leading (N, C)), as torch; padding_mode
+    can only be 'zeros', as torch."""
 
     ndim = 2
 
@@ -354,42 +370,75 @@ class _ConvTransposeNd(Module):
         groups: int = 1,
         bias: bool = True,
         dilation: int | Sequence[int] = 1,
+        padding_mode: str = "zeros",
     ):
         super().__init__()
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"{type(self).__name__}: in_channels and out_channels must be divisible by groups")
+        if padding_mode != "zeros":
+            raise ValueError(f'{type(self).__name__}: only "zeros" padding mode is supported, got {padding_mode!r}')
         self.in_channels, self.out_channels = in_channels, out_channels
         n = self.ndim
         self.kernel_size = _ntuple(kernel_size, n)
         self.stride, self.padding = _ntuple(stride, n), _ntuple(padding, n)
         self.output_padding, self.dilation = _ntuple(output_padding, n), _ntuple(dilation, n)
-        self.groups = groups
+        self.groups, self.padding_mode = groups, padding_mode
         shape = (in_channels, out_channels // groups, *self.kernel_size)
         fan_in = _fan_in(shape)  # torch computes it from the weight as laid out: C_out/groups * prod(k)
         self.weight = Tensor.kaiming_uniform(*shape, a=math.sqrt(5))
         self.bias = _uniform_bound((out_channels,), 1 / math.sqrt(fan_in)) if bias else None
 
-    def forward(self, x: Tensor) -> Tensor:
-        return x.conv_transpose2d(
-            self.weight,
-            self.bias,
-            groups=self.groups,
-            stride=self.stride,
-            dilation=self.dilation,
-            padding=self.padding,
-            output_padding=self.output_padding,
-        )
+    def _output_padding(self, x: Tensor, output_size: Sequence[int] | None) -> tuple[int, ...]:
+        """output_padding, or the one that makes the output output_size: each size must lie in [smallest,
+        smallest + stride - 1] (the smallest being that of output_padding 0)."""
+        if output_size is None:
+            return self.output_padding
+        n, name = self.ndim, type(self).__name__
+        lead = x.ndim - n
+        size = tuple(output_size)
+        if len(size) == lead + n:
+            size = size[lead:]
+        if len(size) != n:
+            raise ValueError(
+                f"{name}: for {x.ndim}D input, output_size must have {n} or {lead + n} elements (got {len(size)})"
+            )
+        smallest = [
+            (i - 1) * s - 2 * p + d * (k - 1) + 1
+            for i, s, p, d, k in zip(x.shape[lead:], self.stride, self.padding, self.dilation, self.kernel_size)
+        ]
+        largest = [m + s - 1 for m, s in zip(smallest, self.stride)]
+        if any(not lo <= o <= hi for o, lo, hi in zip(size, smallest, largest)):
+            raise ValueError(
+                f"{name}: requested an output size of {list(size)}, but valid sizes range from {smallest} to "
+                f"{largest} (for an input of {list(x.shape[lead:])})"
+            )
+        return tuple(o - m for o, m in zip(size, smallest))
+
+    def forward(self, x: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
+        fn = getattr(F, f"conv_transpose{self.ndim}d")
+        out_pad = self._output_padding(x, output_size)
+        return fn(x, self.weight, self.bias, self.stride, self.padding, out_pad, self.groups, self.dilation)
 
     def extra_repr(self) -> str:
         return _conv_repr(self)
 
 
 class ConvTranspose1d(_ConvTransposeNd):
+    """x (N, C_in, L) or (C_in, L); weight (C_in, C_out/groups, k)."""
+
     ndim = 1
 
 
 class ConvTranspose2d(_ConvTransposeNd):
+    """x (N, C_in, H, W) or (C_in, H, W); weight (C_in, C_out/groups, kh, kw)."""
+
     ndim = 2
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """x (N, C_in, D, H, W) or (C_in, D, H, W); weight (C_in, C_out/groups, kd, kh, kw)."""
+
+    ndim = 3
 
 
 # ---------------------------------------------------------------- normalization
@@ -617,9 +666,9 @@ class InstanceNorm(Module):
     the per-instance mean and unbiased variance; momentum None leaves them, and num_batches_tracked is not
     counted, as torch) and eval mode normalizes by them.
 
-    `InstanceNorm` keeps tinygrad's default affine=True; InstanceNorm1d/2d have torch's affine=False."""
+    `InstanceNorm` keeps tinygrad's default affine=True; InstanceNorm1d/2d/3d have torch's affine=False."""
 
-    spatial_dims: int | None = None  # 1d/2d: also accept an unbatched (C, *spatial) input, as torch
+    spatial_dims: int | None = None  # 1d/2d/3d: also accept an unbatched (C, *spatial) input, as torch
 
     def __init__(
         self,
@@ -665,7 +714,7 @@ class InstanceNorm(Module):
 
 
 class _InstanceNormNd(InstanceNorm):
-    """InstanceNorm1d/2d: torch's defaults, affine=False and track_running_stats=False."""
+    """InstanceNorm1d/2d/3d: torch's defaults, affine=False and track_running_stats=False."""
 
     def __init__(
         self,
@@ -690,6 +739,12 @@ class InstanceNorm2d(_InstanceNormNd):
     """x (N, C, H, W) or (C, H, W)."""
 
     spatial_dims = 2
+
+
+class InstanceNorm3d(_InstanceNormNd):
+    """x (N, C, D, H, W) or (C, D, H, W)."""
+
+    spatial_dims = 3
 
 
 class Embedding(Module):
@@ -721,6 +776,73 @@ class Embedding(Module):
     def extra_repr(self) -> str:
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
         return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
+
+
+class EmbeddingBag(Module):
+    """The sum, mean or max of bags of embedding rows (F.embedding_bag): forward(input, offsets, per_sample_weights)
+    with a 2-D input (B, L) of B bags, or a 1-D input cut at offsets -> (B, embedding_dim). weight (num_embeddings,
+    embedding_dim) ~ N(0, 1), the padding_idx row zero (its entries are left out of the bags), as torch."""
+
+    def __init__(
+        self,
+        num_embeddings: int,
+        embedding_dim: int,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        scale_grad_by_freq: bool = False,
+        mode: str = "mean",
+        sparse: bool = False,
+        _weight: Tensor | None = None,
+        include_last_offset: bool = False,
+        padding_idx: int | None = None,
+    ):
+        super().__init__()
+        if padding_idx is not None and padding_idx < 0:
+            padding_idx += num_embeddings
+        if padding_idx is not None and not 0 <= padding_idx < num_embeddings:
+            raise ValueError(f"EmbeddingBag: padding_idx must be within num_embeddings ({num_embeddings})")
+        if mode not in ("sum", "mean", "max"):
+            raise ValueError(f"EmbeddingBag: mode has to be one of sum, mean or max, got {mode!r}")
+        self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
+        self.max_norm, self.norm_type, self.scale_grad_by_freq = max_norm, norm_type, scale_grad_by_freq
+        self.mode, self.sparse, self.include_last_offset = mode, sparse, include_last_offset
+        if _weight is not None:
+            if _weight.shape != (num_embeddings, embedding_dim):
+                raise ValueError(
+                    f"EmbeddingBag: _weight must have shape ({num_embeddings}, {embedding_dim}), got {_weight.shape}"
+                )
+            self.weight = _weight
+            return
+        weight = Tensor.randn(num_embeddings, embedding_dim)
+        if padding_idx is not None:
+            weight = (Tensor.arange(num_embeddings).reshape(-1, 1) != padding_idx).where(weight, 0.0)
+        self.weight = weight
+
+    def forward(self, input: Tensor, offsets: Tensor | None = None, per_sample_weights: Tensor | None = None) -> Tensor:
+        return F.embedding_bag(
+            input,
+            self.weight,
+            offsets,
+            self.max_norm,
+            self.norm_type,
+            self.scale_grad_by_freq,
+            self.mode,
+            self.sparse,
+            per_sample_weights,
+            self.include_last_offset,
+            self.padding_idx,
+        )
+
+    def extra_repr(self) -> str:
+        out = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            out += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            out += f", norm_type={self.norm_type}"
+        if self.scale_grad_by_freq:
+            out += ", scale_grad_by_freq=True"
+        out += f", mode={self.mode!r}"
+        return out + ("" if self.padding_idx is None else f", padding_idx={self.padding_idx}")
 
 
 class Dropout(Module):
@@ -1175,6 +1297,47 @@ class LPPool2d(_LPPoolNd):
     _fn = "lp_pool2d"
 
 
+class LPPool3d(_LPPoolNd):
+    _fn = "lp_pool3d"
+
+
+class _MaxUnpoolNd(Module):
+    """forward(input, indices, output_size=None): F.max_unpool<n>d with this module's settings."""
+
+    ndim = 2
+
+    def __init__(
+        self,
+        kernel_size: int | Sequence[int],
+        stride: int | Sequence[int] | None = None,
+        padding: int | Sequence[int] = 0,
+    ):
+        super().__init__()
+        n = self.ndim
+        self.kernel_size = _ntuple(kernel_size, n)
+        self.stride = _ntuple(stride if stride is not None else kernel_size, n)
+        self.padding = _ntuple(padding, n)
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Sequence[int] | None = None) -> Tensor:
+        fn = getattr(F, f"max_unpool{self.ndim}d")
+        return fn(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    ndim = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    ndim = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    ndim = 3
+
+
 # ---------------------------------------------------------------- padding
 
 
@@ -1331,6 +1494,20 @@ class PixelUnshuffle(Module):
         return f"downscale_factor={self.downscale_factor}"
 
 
+class ChannelShuffle(Module):
+    """(N, C, *) -> its channels in `groups` groups, interleaved (F.channel_shuffle)."""
+
+    def __init__(self, groups: int):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.channel_shuffle(x, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
+
+
 class Unfold(Module):
     """Sliding blocks: (N, C, H, W) -> (N, C*kh*kw, L)."""
 
@@ -1397,22 +1574,20 @@ class Dropout3d(Dropout):
         return F.dropout3d(x, self.p, self.training)
 
 
-_SELU_ALPHA_PRIME = -1.7580993408473766  # -scale * alpha of SELU: the value SELU saturates to
-
-
 class AlphaDropout(Dropout):
     """Dropout for SELU networks, in training mode: a dropped element takes SELU's saturation value and the
     result is rescaled by a*y + b so that zero mean and unit variance are kept, a = ((1-p)(1 + p a'^2))^-1/2,
-    b = -a a' p (a' the saturation value)."""
+    b = -a a' p (a' the saturation value); F.alpha_dropout."""
 
     def forward(self, x: Tensor) -> Tensor:
-        if not self.training or self.p == 0:
-            return x
-        if self.p == 1:
-            return x * 0
-        a = ((1 - self.p) * (1 + self.p * _SELU_ALPHA_PRIME**2)) ** -0.5
-        keep = Tensor.rand(*x.shape, device=x.device) >= self.p
-        return keep.where(x, _SELU_ALPHA_PRIME) * a - a * _SELU_ALPHA_PRIME * self.p
+        return F.alpha_dropout(x, self.p, self.training)
+
+
+class FeatureAlphaDropout(Dropout):
+    """AlphaDropout of whole channels of (N, C, *): one draw per (sample, channel); F.feature_alpha_dropout."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.feature_alpha_dropout(x, self.p, self.training)
 
 
 # ---------------------------------------------------------------- losses
@@ -1689,6 +1864,45 @@ class MultiMarginLoss(_WeightedLoss):
         )
 
 
+class MultiLabelMarginLoss(_Loss):
+    """input (C,) or (N, C) scores, target of the same shape holding class indices, ended by the first -1."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """max(d(a, p) - d(a, n) + margin, 0) with distance_function (a PairwiseDistance module by default, as torch:
+    it shows in the repr)."""
+
+    def __init__(
+        self,
+        *,
+        distance_function: Callable[[Tensor, Tensor], Tensor] | None = None,
+        margin: float = 1.0,
+        swap: bool = False,
+        reduction: str = "mean",
+    ):
+        super().__init__(reduction=reduction)
+        if margin <= 0:
+            raise ValueError(
+                f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} instead"
+            )
+        self.distance_function = distance_function if distance_function is not None else PairwiseDistance()
+        self.margin, self.swap = margin, swap
+
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        return F.triplet_margin_with_distance_loss(
+            anchor,
+            positive,
+            negative,
+            distance_function=self.distance_function,
+            margin=self.margin,
+            swap=self.swap,
+            reduction=self.reduction,
+        )
+
+
 # ---------------------------------------------------------------- attention
 
 
@@ -1805,6 +2019,15 @@ class MultiheadAttention(Module):
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
 
+def _activation(activation: str | Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
+    """A transformer layer's activation: 'relu', 'gelu' or a callable (torch's RuntimeError for another name)."""
+    if not isinstance(activation, str):
+        return activation
+    if activation not in _ACTIVATIONS:
+        raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+    return _ACTIVATIONS[activation]
+
+
 class TransformerEncoderLayer(Module):
     """torch.nn.TransformerEncoderLayer: self-attention then a feed-forward block (linear1, activation, dropout,
     linear2), each with dropout and a residual connection and LayerNorm after it (before it, with norm_first).
@@ -1823,8 +2046,7 @@ class TransformerEncoderLayer(Module):
         bias: bool = True,
     ):
         super().__init__()
-        if isinstance(activation, str) and activation not in _ACTIVATIONS:
-            raise ValueError(f"TransformerEncoderLayer: activation should be relu/gelu or a callable, got {activation}")
+        act = _activation(activation)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias)
         self.dropout = Dropout(dropout)
@@ -1834,7 +2056,7 @@ class TransformerEncoderLayer(Module):
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
-        self.activation = _ACTIVATIONS[activation] if isinstance(activation, str) else activation
+        self.activation = act
 
     def _sa_block(self, x: Tensor, mask: Tensor | None, padding_mask: Tensor | None, is_causal: bool) -> Tensor:
         out = self.self_attn(
@@ -1888,3 +2110,200 @@ class TransformerEncoder(Module):
         for layer in self.layers:
             out = layer(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
         return out if self.norm is None else self.norm(out)
+
+
+class TransformerDecoderLayer(Module):
+    """torch.nn.TransformerDecoderLayer: self-attention over tgt, attention from tgt to memory, then a feed-forward
+    block (linear1, activation, dropout, linear2); each with dropout and a residual connection and LayerNorm after
+    it (before it, with norm_first). State keys are torch's: self_attn.*, multihead_attn.*, linear1.*, linear2.*,
+    norm1.*, norm2.*, norm3.*. The *_is_causal flags are hints that the matching mask is the causal one: the
+    mask must be given with them (as torch)."""
+
+    def __init__(
+        self,
+        d_model: int,
+        nhead: int,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation: str | Callable[[Tensor], Tensor] = "relu",
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
+        norm_first: bool = False,
+        bias: bool = True,
+    ):
+        super().__init__()
+        act = _activation(activation)
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.dropout3 = Dropout(dropout)
+        self.activation = act
+
+    def _sa_block(self, x: Tensor, mask: Tensor | None, padding_mask: Tensor | None, is_causal: bool) -> Tensor:
+        out = self.self_attn(
+            x, x, x, attn_mask=mask, key_padding_mask=padding_mask, need_weights=False, is_causal=is_causal
+        )[0]
+        return self.dropout1(out)
+
+    def _mha_block(
+        self, x: Tensor, mem: Tensor, mask: Tensor | None, padding_mask: Tensor | None, is_causal: bool
+    ) -> Tensor:
+        out = self.multihead_attn(
+            x, mem, mem, attn_mask=mask, key_padding_mask=padding_mask, need_weights=False, is_causal=is_causal
+        )[0]
+        return self.dropout2(out)
+
+    def _ff_block(self, x: Tensor) -> Tensor:
+        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+    def forward(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        tgt_key_padding_mask: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
+        tgt_is_causal: bool = False,
+        memory_is_causal: bool = False,
+    ) -> Tensor:
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+            return x + self._ff_block(self.norm3(x))
+        x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+        x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
+        return self.norm3(x + self._ff_block(x))
+
+
+class TransformerDecoder(Module):
+    """A stack of `num_layers` copies of `decoder_layer` (layers.0, layers.1, ...: torch's keys), each attending
+    to the same memory, then `norm` when given."""
+
+    def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int, norm: Module | None = None):
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(
+        self,
+        tgt: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        tgt_key_padding_mask: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Tensor:
+        out = tgt
+        for layer in self.layers:
+            out = layer(
+                out,
+                memory,
+                tgt_mask=tgt_mask,
+                memory_mask=memory_mask,
+                tgt_key_padding_mask=tgt_key_padding_mask,
+                memory_key_padding_mask=memory_key_padding_mask,
+                tgt_is_causal=bool(tgt_is_causal),
+                memory_is_causal=memory_is_causal,
+            )
+        return out if self.norm is None else self.norm(out)
+
+
+class Transformer(Module):
+    """torch.nn.Transformer: a TransformerEncoder over src (num_encoder_layers, then a LayerNorm) whose output is
+    the memory of a TransformerDecoder over tgt (num_decoder_layers, then a LayerNorm); or custom_encoder /
+    custom_decoder. Every parameter with more than one dim is re-drawn by xavier_uniform_, as torch. Inputs are
+    (S, N, E) and (T, N, E) ((N, S, E) and (N, T, E) with batch_first, or unbatched (S, E), (T, E))."""
+
+    def __init__(
+        self,
+        d_model: int = 512,
+        nhead: int = 8,
+        num_encoder_layers: int = 6,
+        num_decoder_layers: int = 6,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        activation: str | Callable[[Tensor], Tensor] = "relu",
+        custom_encoder: Module | None = None,
+        custom_decoder: Module | None = None,
+        layer_norm_eps: float = 1e-5,
+        batch_first: bool = False,
+        norm_first: bool = False,
+        bias: bool = True,
+    ):
+        super().__init__()
+        layer_kw: dict[str, Any] = {
+            "dim_feedforward": dim_feedforward,
+            "dropout": dropout,
+            "activation": activation,
+            "layer_norm_eps": layer_norm_eps,
+            "batch_first": batch_first,
+            "norm_first": norm_first,
+            "bias": bias,
+        }
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            enc_layer = TransformerEncoderLayer(d_model, nhead, **layer_kw)
+            enc_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+            self.encoder = TransformerEncoder(enc_layer, num_encoder_layers, enc_norm)
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            dec_layer = TransformerDecoderLayer(d_model, nhead, **layer_kw)
+            dec_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias)
+            self.decoder = TransformerDecoder(dec_layer, num_decoder_layers, dec_norm)
+        for p in self.parameters():
+            if p.ndim > 1:
+                init.xavier_uniform_(p)
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+
+    def forward(
+        self,
+        src: Tensor,
+        tgt: Tensor,
+        src_mask: Tensor | None = None,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        src_key_padding_mask: Tensor | None = None,
+        tgt_key_padding_mask: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
+        src_is_causal: bool | None = None,
+        tgt_is_causal: bool | None = None,
+        memory_is_causal: bool = False,
+    ) -> Tensor:
+        batch_dim = 0 if self.batch_first else 1
+        if src.ndim == 3 and (tgt.ndim != 3 or src.shape[batch_dim] != tgt.shape[batch_dim]):
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal)
+        return self.decoder(
+            tgt,
+            memory,
+            tgt_mask=tgt_mask,
+            memory_mask=memory_mask,
+            tgt_key_padding_mask=tgt_key_padding_mask,
+            memory_key_padding_mask=memory_key_padding_mask,
+            tgt_is_causal=tgt_is_causal,
+            memory_is_causal=memory_is_causal,
+        )
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz: int, device: str | None = None, dtype: DType | None = None) -> Tensor:
+        """(sz, sz) float mask: 0 where key j <= query i, -inf above the diagonal (the causal mask)."""
+        pos = Tensor.arange(sz, device=device)
+        above = pos.reshape(1, sz) > pos.reshape(sz, 1)
+        return above.where(-math.inf, 0.0).cast(dtype or dtypes.float32)

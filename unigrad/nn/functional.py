@@ -13,7 +13,7 @@ that names the function, what it got and what it expected.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from unigrad.dtype import DType, dtypes
@@ -45,9 +45,18 @@ __all__ = [
     "glu",
     "prelu",
     "rrelu",
+    "relu_",
+    "elu_",
+    "leaky_relu_",
+    "hardtanh_",
+    "selu_",
+    "celu_",
+    "rrelu_",
+    "threshold_",
     "softmax",
     "log_softmax",
     "softmin",
+    "gumbel_softmax",
     # distances
     "normalize",
     "cosine_similarity",
@@ -64,6 +73,12 @@ __all__ = [
     "max_pool1d",
     "max_pool2d",
     "max_pool3d",
+    "max_pool1d_with_indices",
+    "max_pool2d_with_indices",
+    "max_pool3d_with_indices",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
     "avg_pool1d",
     "avg_pool2d",
     "avg_pool3d",
@@ -73,8 +88,12 @@ __all__ = [
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
     "adaptive_max_pool3d",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d_with_indices",
     "lp_pool1d",
     "lp_pool2d",
+    "lp_pool3d",
     "pad",
     "interpolate",
     "upsample",
@@ -82,14 +101,20 @@ __all__ = [
     "upsample_bilinear",
     "pixel_shuffle",
     "pixel_unshuffle",
+    "channel_shuffle",
+    "affine_grid",
+    "grid_sample",
     "unfold",
     "fold",
     "embedding",
+    "embedding_bag",
     "one_hot",
     "dropout",
     "dropout1d",
     "dropout2d",
     "dropout3d",
+    "alpha_dropout",
+    "feature_alpha_dropout",
     "batch_norm",
     "layer_norm",
     "group_norm",
@@ -116,6 +141,8 @@ __all__ = [
     "cosine_embedding_loss",
     "multi_margin_loss",
     "multilabel_soft_margin_loss",
+    "multilabel_margin_loss",
+    "triplet_margin_with_distance_loss",
 ]
 
 IntOrTuple = int | Sequence[int]
@@ -343,6 +370,68 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
     x = _tensor(input, "softmin")
     x = x if dtype is None else x.cast(dtype)
     return (-x).softmax(_softmax_dim(x.ndim, dim))
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
+    """softmax((logits + g) / tau) over dim with g ~ Gumbel(0, 1) drawn from the global generator
+    (Tensor.manual_seed); `hard` returns the one-hot of its argmax in the forward pass and the soft sample's
+    gradient in the backward pass (straight-through). eps is unused, as in torch."""
+    x = _float_tensor(logits, "gumbel_softmax")
+    u = Tensor.rand(*x.shape, dtype=dtypes.float32, device=x.device)
+    # -log(E) for E = -log(1 - u) ~ Exponential(1), in float32; E is kept above 0 (u == 0 would draw infinity)
+    gumbels = (-(-(1 - u).log()).maximum(2.0**-30).log()).cast(x.dtype)
+    y_soft = ((x + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    d = dim % x.ndim if x.ndim else 0
+    index = y_soft.argmax(d, keepdim=True)
+    positions = Tensor.arange(x.shape[d], device=x.device).reshape([-1 if i == d else 1 for i in range(x.ndim)])
+    y_hard = (positions == index).cast(x.dtype)
+    return y_hard - y_soft.detach() + y_soft
+
+
+# ---------------------------------------------------------------- in-place activations
+# torch's F.<name>_: the out-of-place function's value written into the input's buffer (Tensor._inplace: a leaf
+# that requires grad refuses; inside a graph the input tensor takes the new value and its gradient).
+
+
+def _in_place(input: Any, op: str, fn: Callable[[Tensor], Tensor]) -> Tensor:
+    return _tensor(input, op)._inplace(lambda t, _: fn(t), None, op)
+
+
+def relu_(input: Tensor) -> Tensor:
+    return _in_place(input, "relu_", relu)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return _in_place(input, "elu_", lambda t: elu(t, alpha))
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return _in_place(input, "leaky_relu_", lambda t: leaky_relu(t, negative_slope))
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    return _in_place(input, "hardtanh_", lambda t: hardtanh(t, min_val, max_val))
+
+
+def selu_(input: Tensor) -> Tensor:
+    return _in_place(input, "selu_", selu)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return _in_place(input, "celu_", lambda t: celu(t, alpha))
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
+    return _in_place(input, "rrelu_", lambda t: rrelu(t, lower, upper, training))
+
+
+_threshold = threshold  # threshold_'s own parameter is called threshold, as torch's
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    return _in_place(input, "threshold_", lambda t: _threshold(t, threshold, value))
 
 
 # ---------------------------------------------------------------- distances
@@ -619,6 +708,139 @@ def max_pool3d(
     return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
+def max_pool1d_with_indices(
+    input: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """max_pool1d's (values, indices), whatever return_indices says (torch's)."""
+    args = (kernel_size, stride, padding, dilation, ceil_mode, True)
+    return _max_pool("max_pool1d_with_indices", 1, input, *args)  # type: ignore[return-value]
+
+
+def max_pool2d_with_indices(
+    input: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> tuple[Tensor, Tensor]:
+    args = (kernel_size, stride, padding, dilation, ceil_mode, True)
+    return _max_pool("max_pool2d_with_indices", 2, input, *args)  # type: ignore[return-value]
+
+
+def max_pool3d_with_indices(
+    input: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+    dilation: IntOrTuple = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> tuple[Tensor, Tensor]:
+    args = (kernel_size, stride, padding, dilation, ceil_mode, True)
+    return _max_pool("max_pool3d_with_indices", 3, input, *args)  # type: ignore[return-value]
+
+
+def _unpool_size(
+    fn: str, default: tuple[int, ...], stride: tuple[int, ...], output_size: Sequence[int] | None
+) -> tuple[int, ...]:
+    """The spatial output size: the default (i-1)*s - 2p + k per dim, or output_size (spatial dims, or with the
+    leading (N, C)), each strictly within stride of the default, as torch."""
+    if output_size is None:
+        return default
+    n = len(default)
+    size = tuple(output_size)
+    if len(size) == n + 2:
+        size = size[2:]
+    if len(size) != n:
+        raise ValueError(
+            f"{fn}(): output_size should be a sequence containing {n} or {n + 2} elements, but it has a length of "
+            f"'{len(size)}'"
+        )
+    for d, (o, i, s) in enumerate(zip(size, default, stride)):
+        if not i - s < o < i + s:
+            raise ValueError(f'{fn}(): invalid output_size "{size}" (dim {d} must be between {i - s} and {i + s})')
+    return size
+
+
+def _max_unpool(
+    fn: str,
+    n: int,
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None,
+    padding: IntOrTuple,
+    output_size: Sequence[int] | None,
+) -> Tensor:
+    """max_pool's inverse: each value of (N, C, *o) (or (C, *o)) written at its flat index (into its output plane,
+    as max_pool's return_indices gives) of a zero (N, C, *output_size): a one-hot match of the indices against
+    the plane, O(o * output_size) per plane. A position several values are sent to (overlapping windows) takes
+    their mean, which is each of them when they come from max_pool; the gradient is torch's, each value getting
+    its position's gradient in full. Indices outside the plane are dropped (torch raises on them: a check of the
+    data that would need a sync here)."""
+    x, idx = _tensor(input, fn), _tensor(indices, fn, "indices")
+    _ndim_in(x, (n + 1, n + 2), fn, f"(N, C, {n} spatial dims) or unbatched (C, {n} spatial dims)")
+    if idx.dtype is not dtypes.int64:
+        raise RuntimeError(f"{fn}(): elements in indices should be type int64 but got: {idx.dtype}")
+    if idx.shape != x.shape:
+        raise RuntimeError(
+            f"{fn}(): expected shape of indices to be same as that of the input tensor ({list(x.shape)}) but got "
+            f"indices tensor with shape: {list(idx.shape)}"
+        )
+    k_ = _ntuple(kernel_size, n, fn, "kernel_size")
+    s_ = k_ if stride is None else _ntuple(stride, n, fn, "stride")
+    p_ = _ntuple(padding, n, fn, "padding")
+    default = tuple((i - 1) * s - 2 * p + k for i, k, s, p in zip(x.shape[-n:], k_, s_, p_))
+    size = _unpool_size(fn, default, s_, output_size)
+    lead, plane = x.shape[:-n], math.prod(size)
+    match = idx.reshape(*lead, -1, 1) == Tensor.arange(plane, dtype=dtypes.int64, device=x.device)  # (..., L, plane)
+    total = match.where(x.reshape(*lead, -1, 1), 0.0).cast(x.dtype).sum(-2)  # (..., plane): its gradient a gather
+    count = match.sum(-2)
+    mean = total / count.maximum(1).cast(total.dtype) if total.dtype.is_float else total // count.maximum(1)
+    return (total + (mean - total).detach()).reshape(*lead, *size)
+
+
+def max_unpool1d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+    output_size: Sequence[int] | None = None,
+) -> Tensor:
+    return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+    output_size: Sequence[int] | None = None,
+) -> Tensor:
+    return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(
+    input: Tensor,
+    indices: Tensor,
+    kernel_size: IntOrTuple,
+    stride: IntOrTuple | None = None,
+    padding: IntOrTuple = 0,
+    output_size: Sequence[int] | None = None,
+) -> Tensor:
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding, output_size)
+
+
 def _avg_pool(
     fn: str,
     n: int,
@@ -779,6 +1001,25 @@ def adaptive_max_pool3d(
     return _adaptive_max("adaptive_max_pool3d", 3, input, output_size, return_indices)
 
 
+def adaptive_max_pool1d_with_indices(
+    input: Tensor, output_size: int, return_indices: bool = False
+) -> tuple[Tensor, Tensor]:
+    """adaptive_max_pool1d's (values, indices), whatever return_indices says (torch's)."""
+    return _adaptive_max("adaptive_max_pool1d_with_indices", 1, input, output_size, True)  # type: ignore[return-value]
+
+
+def adaptive_max_pool2d_with_indices(
+    input: Tensor, output_size: int | Sequence[int | None], return_indices: bool = False
+) -> tuple[Tensor, Tensor]:
+    return _adaptive_max("adaptive_max_pool2d_with_indices", 2, input, output_size, True)  # type: ignore[return-value]
+
+
+def adaptive_max_pool3d_with_indices(
+    input: Tensor, output_size: int | Sequence[int | None], return_indices: bool = False
+) -> tuple[Tensor, Tensor]:
+    return _adaptive_max("adaptive_max_pool3d_with_indices", 3, input, output_size, True)  # type: ignore[return-value]
+
+
 def _lp_pool(
     fn: str, n: int, input: Tensor, norm_type: float, kernel_size: IntOrTuple, stride: Any, ceil_mode: bool
 ) -> Tensor:
@@ -801,6 +1042,12 @@ def lp_pool2d(
     input: Tensor, norm_type: float, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, ceil_mode: bool = False
 ) -> Tensor:
     return _lp_pool("lp_pool2d", 2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(
+    input: Tensor, norm_type: float, kernel_size: IntOrTuple, stride: IntOrTuple | None = None, ceil_mode: bool = False
+) -> Tensor:
+    return _lp_pool("lp_pool3d", 3, input, norm_type, kernel_size, stride, ceil_mode)
 
 
 # ---------------------------------------------------------------- padding, resampling, rearranging
@@ -939,6 +1186,150 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     return y.reshape(*lead, c * r * r, h // r, w // r)
 
 
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """(N, C, *) with its channels split into `groups` groups of C/groups and interleaved: channel g*(C/groups)+j
+    moves to j*groups+g (a reshape, transpose, reshape)."""
+    x = _tensor(input, "channel_shuffle")
+    if x.ndim <= 2:
+        raise RuntimeError(f"channel_shuffle(): expects input with > 2 dims, but got input with sizes {list(x.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"channel_shuffle(): number of groups to divide channels in must be positive, got {groups}")
+    n, c, *rest = x.shape
+    if c % groups:
+        raise RuntimeError(
+            f"channel_shuffle(): number of channels must be divisible by groups. Got {c} channels and {groups} groups."
+        )
+    return x.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(x.shape)
+
+
+def _grid_coords(size: int, align_corners: bool, dtype: DType, device: Any) -> Tensor:
+    """The normalized coordinates in [-1, 1] of `size` positions: the pixel centres, or with align_corners the
+    corner pixels' centres at -1 and 1; a single position sits at 0 (torch's affine_grid)."""
+    pos = Tensor.arange(size, device=device).cast(dtype)
+    if size <= 1:
+        return pos * 0
+    if align_corners:
+        return pos * (2 / (size - 1)) - 1
+    return (pos * 2 + 1) / size - 1
+
+
+def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None = None) -> Tensor:
+    """The sampling grid of a batch of affine maps: theta (N, 2, 3) and size (N, C, H, W) give (N, H, W, 2), theta
+    (N, 3, 4) and size (N, C, D, H, W) give (N, D, H, W, 3): each output position's normalized (x, y[, z]),
+    with a 1 appended, times theta^T. align_corners None means False, as torch (which warns)."""
+    t = _float_tensor(theta, "affine_grid", "theta")
+    size = tuple(size)
+    if len(size) not in (4, 5):
+        raise NotImplementedError(
+            f"affine_grid(): only 4D and 5D sizes are supported, for 2D and 3D affine transforms, respectively. "
+            f"Got size {list(size)}."
+        )
+    d = len(size) - 2
+    if t.ndim != 3 or t.shape != (size[0], d, d + 1):
+        raise ValueError(
+            f"affine_grid(): Expected a batch of {d}D affine matrices of shape Nx{d}x{d + 1} for size {list(size)}. "
+            f"Got {t.shape}."
+        )
+    if min(size) <= 0:
+        raise ValueError(f"affine_grid(): Expected non-zero, positive output size. Got {list(size)}")
+    spatial = size[2:]  # (D,) H, W
+    # (*spatial, d + 1): the last spatial dim (W) is x, the first coordinate
+    axes = [_grid_coords(s, bool(align_corners), t.dtype, t.device) for s in spatial]
+    parts = []
+    for j in range(d):
+        dim = d - 1 - j  # coordinate j varies along spatial dim d-1-j
+        parts.append(axes[dim].reshape([-1 if i == dim else 1 for i in range(d)]).expand(spatial))
+    parts.append(Tensor.ones(*spatial, dtype=t.dtype, device=t.device))
+    base = Tensor.stack(*parts, dim=-1)
+    grid = base.reshape(1, -1, d + 1).matmul(t.transpose(1, 2))  # (N, prod(spatial), d)
+    return grid.reshape(size[0], *spatial, d)
+
+
+def _unnormalize(coord: Tensor, size: int, align_corners: bool) -> Tensor:
+    """[-1, 1] -> pixel coordinates: -1 and 1 are the corner pixels' centres (align_corners) or edges."""
+    if align_corners:
+        return (coord + 1) * ((size - 1) / 2)
+    return ((coord + 1) * size - 1) / 2
+
+
+def _reflect(coord: Tensor, twice_low: int, twice_high: int) -> Tensor:
+    """coord reflected back and forth off low and high (given doubled, so that half-pixel bounds are ints)."""
+    if twice_low == twice_high:
+        return coord * 0
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    c = (coord - low).abs()
+    flips = (c / span).floor()
+    extra = c - flips * span  # fmod(c, span), with c's gradient
+    even = (flips * 0.5).floor() * 2 == flips
+    return even.where(extra + low, span - extra + low)
+
+
+def _source_coord(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+    c = _unnormalize(coord, size, align_corners)
+    if padding_mode == "reflection":
+        c = _reflect(c, 0, 2 * (size - 1)) if align_corners else _reflect(c, -1, 2 * size - 1)
+    if padding_mode in ("border", "reflection"):
+        c = c.clamp(0, size - 1)
+    return c
+
+
+def _gather_pixels(plane: Tensor, nhw: tuple[int, int, int], x: Tensor, y: Tensor) -> Tensor:
+    """plane (N*H*W, C) read at integer-valued (x, y) of shape (..., N, Ho, Wo) -> (..., N, Ho, Wo, C): one
+    indirect load per pixel, zero where (x, y) falls outside the H x W image (the address clamped inside, the
+    value masked)."""
+    n, h, w = nhw
+    inside = (x >= 0) & (x <= w - 1) & (y >= 0) & (y <= h - 1)
+    xi, yi = x.clamp(0, w - 1).cast(dtypes.int64), y.clamp(0, h - 1).cast(dtypes.int64)
+    batch = Tensor.arange(n, dtype=dtypes.int64, device=x.device).reshape(n, 1, 1) * (h * w)
+    rows = plane.take_rows(batch + yi * w + xi)
+    return inside.unsqueeze(-1).where(rows, 0.0).cast(plane.dtype)
+
+
+def grid_sample(
+    input: Tensor,
+    grid: Tensor,
+    mode: str = "bilinear",
+    padding_mode: str = "zeros",
+    align_corners: bool | None = None,
+) -> Tensor:
+    """Sample input (N, C, H, W) at grid (N, Ho, Wo, 2) of normalized (x, y) in [-1, 1] -> (N, C, Ho, Wo):
+    bilinear (the four neighbours weighted; the gradient reaches input and grid) or nearest (rounded half to
+    even; no gradient to grid). Outside the image: zeros, the border pixel ('border') or the image reflected
+    ('reflection'). align_corners None means False, as torch (which warns). Each pixel is an indirect load."""
+    x, g = _float_tensor(input, "grid_sample"), _float_tensor(grid, "grid_sample", "grid")
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(
+            f"grid_sample(): expected padding_mode to be 'zeros', 'border', or 'reflection', but got: '{padding_mode}'"
+        )
+    if mode == "bicubic":
+        raise NotImplementedError("grid_sample(): mode 'bicubic' is not supported")
+    if x.ndim == 5:
+        raise NotImplementedError("grid_sample(): 5-D (volumetric) input is not supported")
+    if x.ndim != 4 or g.ndim != 4 or g.shape[-1] != 2 or g.shape[0] != x.shape[0]:
+        raise RuntimeError(
+            f"grid_sample(): expected input (N, C, H, W) and grid (N, H_out, W_out, 2) with the same N, got input "
+            f"{x.shape} and grid {g.shape}"
+        )
+    n, c, h, w = x.shape
+    align = bool(align_corners)
+    g = g.cast(x.dtype)
+    ix = _source_coord(g[..., 0], w, padding_mode, align)  # (N, Ho, Wo)
+    iy = _source_coord(g[..., 1], h, padding_mode, align)
+    plane = x.permute(0, 2, 3, 1).reshape(n * h * w, c)
+    if mode == "nearest":
+        out = _gather_pixels(plane, (n, h, w), ix.round().detach(), iy.round().detach())
+    else:
+        x0, y0 = ix.floor().detach(), iy.floor().detach()
+        wx, wy = ix - x0, iy - y0  # the weights of the right and lower neighbours
+        # the four neighbours (4, N, Ho, Wo) in one load, so the input's gradient is one scatter
+        xs, ys = Tensor.stack(x0, x0 + 1, x0, x0 + 1), Tensor.stack(y0, y0, y0 + 1, y0 + 1)
+        weights = Tensor.stack((1 - wx) * (1 - wy), wx * (1 - wy), (1 - wx) * wy, wx * wy)
+        out = (_gather_pixels(plane, (n, h, w), xs, ys) * weights.unsqueeze(-1)).sum(0)
+    return out.permute(0, 3, 1, 2)
+
+
 def _fold_args(
     fn: str, kernel_size: IntOrTuple, dilation: IntOrTuple, padding: IntOrTuple, stride: IntOrTuple
 ) -> tuple[tuple[int, ...], ...]:
@@ -1071,6 +1462,101 @@ def embedding(
     return (idx == padding_idx).unsqueeze(-1).where(out.detach(), out)
 
 
+def _bag_membership(idx: Tensor, offsets: Tensor | None, include_last_offset: bool, fn: str) -> Tensor | None:
+    """For a 1-D input with offsets: (bags, n) bool, True where position i lies in bag b, [offsets[b], end_b) with
+    end_b the next offset (or n; with include_last_offset the last offset closes the last bag). None for a 2-D
+    input: row b is bag b."""
+    if idx.ndim == 2:
+        if offsets is not None:
+            raise ValueError(
+                f"{fn}(): if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed "
+                f"length sequences. However, found offsets of type {type(offsets).__name__}"
+            )
+        return None
+    if idx.ndim != 1:
+        raise ValueError(f"{fn}(): input has to be 1D or 2D Tensor, but got Tensor of dimension {idx.ndim}")
+    if offsets is None:
+        raise ValueError(f"{fn}(): offsets has to be a 1D Tensor but got None")
+    off = _tensor(offsets, fn, "offsets")
+    if off.ndim != 1 or off.dtype.is_float or off.dtype is dtypes.bool:
+        raise ValueError(f"{fn}(): offsets has to be a 1D integer Tensor, got {off.dtype} of shape {off.shape}")
+    if include_last_offset and off.shape[0] < 1:
+        raise ValueError(f"{fn}(): include_last_offset needs at least one offset")
+    n = idx.shape[0]
+    off = off.cast(dtypes.int64)
+    if include_last_offset:
+        starts, ends = off[:-1], off[1:]
+    else:
+        ends = off[1:].cat(Tensor([n], dtype=dtypes.int64, device=off.device)) if off.shape[0] else off
+        starts = off
+    pos = Tensor.arange(n, dtype=dtypes.int64, device=idx.device).reshape(1, n)
+    return (pos >= starts.reshape(-1, 1)) & (pos < ends.reshape(-1, 1))
+
+
+def embedding_bag(
+    input: Tensor,
+    weight: Tensor,
+    offsets: Tensor | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2,
+    scale_grad_by_freq: bool = False,
+    mode: str = "mean",
+    sparse: bool = False,
+    per_sample_weights: Tensor | None = None,
+    include_last_offset: bool = False,
+    padding_idx: int | None = None,
+) -> Tensor:
+    """The sum, mean or max of the embedding rows of each bag -> (bags, dim): a 2-D input (B, L) is B bags of L
+    indices; a 1-D input is cut into bags at `offsets`. per_sample_weights (the input's shape, mode 'sum') scale
+    each row first; entries equal to padding_idx are left out of every bag (and of the mean's count); an empty
+    bag gives zeros. max_norm and scale_grad_by_freq act on the looked-up rows as in embedding()."""
+    fn = "embedding_bag"
+    idx, w = _tensor(input, fn), _tensor(weight, fn, "weight")
+    if idx.dtype.is_float or idx.dtype is dtypes.bool:
+        raise RuntimeError(f"{fn}(): expected an integer index tensor (Long or Int), got {idx.dtype}")
+    if w.ndim != 2:
+        raise RuntimeError(f"{fn}(): weight must be 2-D (num_embeddings, embedding_dim), got shape {w.shape}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"{fn}(): mode has to be one of sum, mean or max, got {mode!r}")
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise NotImplementedError(
+                f"{fn}(): per_sample_weights was not None. per_sample_weights is only supported for mode='sum' "
+                f"(got mode='{mode}')"
+            )
+        if _tensor(per_sample_weights, fn, "per_sample_weights").shape != idx.shape:
+            raise ValueError(
+                f"{fn}(): embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it "
+                f"must have the same shape as the input ({idx.shape})"
+            )
+    if padding_idx is not None:
+        if not -w.shape[0] <= padding_idx < w.shape[0]:
+            raise AssertionError(f"{fn}(): padding_idx must be within num_embeddings ({w.shape[0]})")
+        padding_idx %= w.shape[0]
+    member = _bag_membership(idx, offsets, include_last_offset, fn)
+    rows = embedding(idx, w, None, max_norm, norm_type, scale_grad_by_freq)  # (*idx.shape, dim)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.cast(rows.dtype).unsqueeze(-1)
+    used = None if padding_idx is None else idx != padding_idx
+    if member is None:  # 2-D: (B, L) entries, (B, L, dim) rows
+        mask = used if used is not None else Tensor.ones(*idx.shape, dtype=dtypes.bool, device=idx.device)
+        vals = rows
+    else:  # 1-D: (B, n) membership against the (1, n, dim) rows
+        mask = member if used is None else member & used.reshape(1, -1)
+        vals = rows.unsqueeze(0)
+    count = mask.sum(-1)  # (B,) entries per bag
+    if mode == "max":
+        low = mask.unsqueeze(-1).where(vals, -math.inf).max(1)
+        return (count > 0).unsqueeze(-1).where(low, 0.0).cast(w.dtype)
+    if member is None:
+        total = mask.unsqueeze(-1).where(vals, 0.0).sum(1)
+    else:
+        total = mask.cast(rows.dtype).matmul(rows)  # (B, n) @ (n, dim)
+    if mode == "sum":
+        return total.cast(w.dtype)
+    return (total / count.maximum(1).cast(total.dtype).unsqueeze(-1)).cast(w.dtype)
+
+
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     x = _tensor(tensor, "one_hot", "tensor")
     if x.dtype.is_float or x.dtype is dtypes.bool:
@@ -1129,6 +1615,40 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     return _feature_dropout("dropout3d", input, p, training, 5)
+
+
+_SELU_SATURATION = -1.7580993408473766  # -scale * alpha of SELU: the value SELU tends to for x -> -inf
+
+
+def _alpha_dropout_mask(x: Tensor, p: float, mask_shape: tuple[int, ...]) -> Tensor:
+    """Dropped entries (a uniform draw of mask_shape, broadcast, below p) set to SELU's saturation value a', then
+    everything mapped by a*y + b with a = ((1 - p)(1 + p a'^2))^-1/2, b = -a a' p: zero mean and unit variance
+    are kept for a standardized input."""
+    if p == 1.0:
+        return x * 0
+    a = ((1 - p) * (1 + p * _SELU_SATURATION**2)) ** -0.5
+    keep = Tensor.rand(*mask_shape, device=x.device) >= p
+    return (keep.where(x, _SELU_SATURATION) * a - a * _SELU_SATURATION * p).cast(x.dtype)
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
+    """Dropout that keeps a SELU network's self-normalization (torch's default training=False: the identity)."""
+    x = _tensor(input, "alpha_dropout")
+    _check_p(p, "alpha_dropout")
+    if not training or p == 0.0:
+        return x
+    return _alpha_dropout_mask(x, p, x.shape)
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
+    """alpha_dropout of whole channels: one draw per (N, C) of an input (N, C, *), as torch."""
+    x = _tensor(input, "feature_alpha_dropout")
+    _check_p(p, "feature_alpha_dropout")
+    if not training or p == 0.0:
+        return x
+    if x.ndim < 2:
+        raise RuntimeError("feature_alpha_dropout(): Feature dropout requires at least 2 dimensions in the input")
+    return _alpha_dropout_mask(x, p, x.shape[:2] + (1,) * (x.ndim - 2))
 
 
 # ---------------------------------------------------------------- normalization
@@ -1689,6 +2209,69 @@ def triplet_margin_loss(
     if swap:
         d_neg = d_neg.minimum(pairwise_distance(pos, neg, p, eps))
     return _reduce((d_pos - d_neg + margin).relu(), red)
+
+
+def triplet_margin_with_distance_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    *,
+    distance_function: Any = None,
+    margin: float = 1.0,
+    swap: bool = False,
+    reduction: str = "mean",
+) -> Tensor:
+    """max(d(a, p) - d(a, n) + margin, 0) for any distance function (pairwise_distance by default); swap takes
+    min(d(a, n), d(p, n))."""
+    fn = "triplet_margin_with_distance_loss"
+    a, pos, neg = _tensor(anchor, fn, "anchor"), _tensor(positive, fn, "positive"), _tensor(negative, fn, "negative")
+    red = _reduction(None, None, reduction, fn)
+    if margin <= 0:
+        raise ValueError(f"{fn}(): margin must be greater than 0, got {margin}")
+    if not a.ndim == pos.ndim == neg.ndim:
+        raise RuntimeError(
+            f"{fn}(): The anchor, positive, and negative tensors are expected to have the same number of dimensions, "
+            f"but got: anchor {a.ndim}D, positive {pos.ndim}D, and negative {neg.ndim}D inputs"
+        )
+    dist = pairwise_distance if distance_function is None else distance_function
+    d_pos, d_neg = dist(a, pos), dist(a, neg)
+    if swap:
+        d_neg = d_neg.minimum(dist(pos, neg))
+    return _reduce((d_pos - d_neg + margin).relu(), red)
+
+
+def multilabel_margin_loss(
+    input: Tensor,
+    target: Tensor,
+    size_average: bool | None = None,
+    reduce: bool | None = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Per sample, the sum over its target classes j and every non-target class i of max(0, 1 - (x[j] - x[i])),
+    divided by C. target holds class indices of the input's shape (C,) or (N, C); the first negative entry
+    ends the sample's targets."""
+    fn = "multilabel_margin_loss"
+    x, t = _float_tensor(input, fn), _tensor(target, fn, "target")
+    red = _reduction(size_average, reduce, reduction, fn)
+    if x.ndim not in (1, 2) or (x.ndim == 2 and x.shape[1] == 0) or (x.ndim == 1 and x.shape[0] == 0):
+        raise RuntimeError(
+            f"{fn}(): expected non-empty vector or matrix with optional 0-dim batch size, but got: {list(x.shape)}"
+        )
+    if t.dtype.is_float or t.dtype is dtypes.bool:
+        raise RuntimeError(f"{fn}(): expected an integer (Long) target of class indices, got {t.dtype}")
+    if t.shape != x.shape:
+        raise RuntimeError(f"{fn}(): inconsistent target size: {list(t.shape)} for input of size: {list(x.shape)}")
+    c = x.shape[-1]
+    xb, tb = x.reshape(-1, c), t.reshape(-1, c).cast(dtypes.int64)
+    valid = (tb < 0).cast(dtypes.int32).cumsum(-1) == 0  # (N, K): the entries before the first negative one
+    classes = Tensor.arange(c, dtype=dtypes.int64, device=x.device)
+    picks = valid.unsqueeze(-1) & (tb.unsqueeze(-1) == classes)  # (N, K, C): entry k names class c
+    is_target = picks.any(1)  # (N, C)
+    x_target = picks.where(xb.unsqueeze(1), 0.0).sum(-1)  # (N, K): x at each target entry
+    margins = (1 - x_target.unsqueeze(-1) + xb.unsqueeze(1)).relu()  # (N, K, C)
+    counted = valid.unsqueeze(-1) & is_target.logical_not().unsqueeze(1)
+    loss = counted.where(margins, 0.0).sum((1, 2)).cast(x.dtype) / c
+    return _reduce(loss.reshape(x.shape[:-1]), red)
 
 
 def cosine_embedding_loss(
