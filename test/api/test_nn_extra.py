@@ -249,3 +249,17 @@ def test_pool_flat_asymmetric_padding(rng):
     padded = F.pad(torch.tensor(x), (1, 0, 2, 1), value=-np.inf)  # torch's flat order: last dim first
     close(Tensor(x).max_pool2d(3, 2, padding=(1, 0, 2, 1)), F.max_pool2d(padded, 3, 2))
     close(Tensor(x).avg_pool2d(3, 2, padding=(1, 0, 2, 1)), F.avg_pool2d(F.pad(torch.tensor(x), (1, 0, 2, 1)), 3, 2))
+
+
+def test_max_unpool2d_gradient_with_overlapping_windows():
+    """A position two windows chose: each value gets that position's gradient in full, as torch (not a share)."""
+    x = np.array([[[[1.0, 5.0, 2.0, 0.0], [0.0, 1.0, 3.0, 4.0]]]], dtype=np.float32)
+    out, idx = F.max_pool2d(torch.tensor(x), (2, 2), stride=(1, 1), return_indices=True)  # 5 chosen twice
+    proj = np.arange(1, 9, dtype=np.float32).reshape(1, 1, 2, 4)
+    v = torch.tensor(out.numpy(), requires_grad=True)
+    (F.max_unpool2d(v, idx, (2, 2), stride=(1, 1), output_size=(2, 4)) * torch.tensor(proj)).sum().backward()
+    u = Tensor(out.numpy(), requires_grad=True)
+    got = u.max_unpool2d(Tensor(idx.numpy()), (2, 2), stride=(1, 1), output_size=(2, 4))
+    (got * Tensor(proj)).sum().backward()
+    np.testing.assert_allclose(got.numpy(), F.max_unpool2d(out, idx, (2, 2), stride=(1, 1), output_size=(2, 4)).numpy())
+    np.testing.assert_allclose(u.grad.numpy(), v.grad.numpy())

@@ -176,6 +176,22 @@ def _resample_nearest(x: Tensor, o: int, mode: str, scale: float | None) -> Tens
     return x[..., idx]
 
 
+def unpool_to_plane(x: Tensor, idx: Tensor, lead: tuple[int, ...], size: tuple[int, ...]) -> Tensor:
+    """Each value of x (lead + window dims) written at its flat index (idx, x's shape) into a zero plane of `size`
+    per lead position: a one-hot match of the indices against the plane, O(values * plane). A position several
+    values go to (overlapping pooling windows) takes their mean, which is each of them when they come from
+    max_pool; the gradient is torch's, each value getting its position's gradient in full (a gather). Indices
+    outside the plane are dropped (torch raises on them: a check of the data that would need a sync here)."""
+    from unigrad.tensor import Tensor
+
+    plane = math.prod(size)
+    match = idx.reshape(*lead, -1, 1) == Tensor.arange(plane, dtype=idx.dtype, device=x.device)  # (..., L, plane)
+    total = match.where(x.reshape(*lead, -1, 1), 0).cast(x.dtype).sum(-2, dtype=x.dtype)  # (..., plane)
+    count = match.sum(-2)
+    mean = total / count.maximum(1).cast(total.dtype) if total.dtype.is_float else total // count.maximum(1)
+    return (total + (mean - total).detach()).reshape(*lead, *size)
+
+
 class NNMixin:
     """Mixed into Tensor."""
 
@@ -731,10 +747,7 @@ class NNMixin:
         output_size: Sequence[int] | None = None,
     ) -> Tensor:
         """The inverse of max_pool2d(return_indices=True): each value goes to its flat index in a zero plane of
-        the spatial size (o-1)*s - 2p + d*(k-1) + 1 per dim, or the last dims of output_size. A one-hot match of
-        the indices against arange(plane); a position several windows chose takes their (equal) value once."""
-        from unigrad.tensor import Tensor
-
+        the spatial size (o-1)*s - 2p + d*(k-1) + 1 per dim, or the last dims of output_size (unpool_to_plane)."""
         k_, s_, d_, pads = self._pool_args(kernel_size, stride, dilation, padding, "max_unpool2d")
         n = len(k_)
         if indices.shape != self.shape:
@@ -745,13 +758,7 @@ class NNMixin:
             out_sp = tuple(
                 (o - 1) * s - 2 * p + d * (k - 1) + 1 for o, k, s, d, (p, _) in zip(self.shape[-n:], k_, s_, d_, pads)
             )
-        plane = math.prod(out_sp)
-        lead = self.shape[:-n]
-        vals = self.reshape(*lead, -1, 1)
-        match = indices.reshape(*lead, -1, 1) == Tensor.arange(plane, dtype=indices.dtype, device=self.device)
-        low = -math.inf if self.dtype.is_float else self.dtype.min
-        picked = match.where(vals, low).max(-2) if vals.shape[-2] else Tensor.zeros(*lead, plane, dtype=self.dtype)
-        return match.any(-2).where(picked, 0).cast(self.dtype).reshape(*lead, *out_sp)
+        return unpool_to_plane(self, indices, self.shape[:-n], out_sp)
 
 
 # ---------------------------------------------------------------- convolution: forward and its own gradient

@@ -16,6 +16,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from unigrad.api.nn import unpool_to_plane
 from unigrad.dtype import DType, dtypes
 from unigrad.tensor import Tensor
 
@@ -781,11 +782,7 @@ def _max_unpool(
     output_size: Sequence[int] | None,
 ) -> Tensor:
     """max_pool's inverse: each value of (N, C, *o) (or (C, *o)) written at its flat index (into its output plane,
-    as max_pool's return_indices gives) of a zero (N, C, *output_size): a one-hot match of the indices against
-    the plane, O(o * output_size) per plane. A position several values are sent to (overlapping windows) takes
-    their mean, which is each of them when they come from max_pool; the gradient is torch's, each value getting
-    its position's gradient in full. Indices outside the plane are dropped (torch raises on them: a check of the
-    data that would need a sync here)."""
+    as max_pool's return_indices gives) of a zero (N, C, *output_size) (api/nn.py's unpool_to_plane)."""
     x, idx = _tensor(input, fn), _tensor(indices, fn, "indices")
     _ndim_in(x, (n + 1, n + 2), fn, f"(N, C, {n} spatial dims) or unbatched (C, {n} spatial dims)")
     if idx.dtype is not dtypes.int64:
@@ -800,12 +797,7 @@ def _max_unpool(
     p_ = _ntuple(padding, n, fn, "padding")
     default = tuple((i - 1) * s - 2 * p + k for i, k, s, p in zip(x.shape[-n:], k_, s_, p_))
     size = _unpool_size(fn, default, s_, output_size)
-    lead, plane = x.shape[:-n], math.prod(size)
-    match = idx.reshape(*lead, -1, 1) == Tensor.arange(plane, dtype=dtypes.int64, device=x.device)  # (..., L, plane)
-    total = match.where(x.reshape(*lead, -1, 1), 0.0).cast(x.dtype).sum(-2)  # (..., plane): its gradient a gather
-    count = match.sum(-2)
-    mean = total / count.maximum(1).cast(total.dtype) if total.dtype.is_float else total // count.maximum(1)
-    return (total + (mean - total).detach()).reshape(*lead, *size)
+    return unpool_to_plane(x, idx, x.shape[:-n], size)
 
 
 def max_unpool1d(
