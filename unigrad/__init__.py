@@ -18,6 +18,8 @@ from unigrad.api.torch_functions import no_grad  # unigrad.tensor's no_grad, usa
 from unigrad.api.torch_functions import *  # noqa: F403 - torch's top-level names, listed in its __all__
 from unigrad import cuda, utils
 from unigrad.utils.data import Generator
+from unigrad.api import linalg  # torch.linalg: unigrad.linalg.inv, ...
+from unigrad.api.linalg import TORCH_NAMES as _LINALG_NAMES
 
 
 def Variable(name: str, vmin: int, vmax: int) -> UOp:
@@ -42,5 +44,22 @@ bool = dtypes.bool
 DTYPE_NAMES = ["float32", "float", "float16", "half", "bfloat16", "float64", "double", "int8", "int16", "short"]
 DTYPE_NAMES += ["int32", "int", "int64", "long", "uint8", "uint16", "uint32", "uint64", "bool"]
 
-__all__ = ["Tensor", "dtypes", "Device", "Variable", "Context", "UOp", "no_grad", "TinyJit", "function", "Generator", "utils", "cuda"]
+__all__ = [
+    "Tensor",
+    "dtypes",
+    "Device",
+    "Variable",
+    "Context",
+    "UOp",
+    "no_grad",
+    "TinyJit",
+    "function",
+    "Generator",
+    "utils",
+    "cuda",
+]
 __all__ += [name for name in torch_functions.__all__ if name not in __all__] + DTYPE_NAMES
+
+# torch's top-level linear algebra (torch.det, torch.inverse, torch.svd in its old (U, S, V) form, ...)
+globals().update(_LINALG_NAMES)
+__all__ += ["linalg", *_LINALG_NAMES]

@@ -23,6 +23,7 @@ import numpy as np
 from unigrad import config
 from unigrad.api.creation import CreationMixin
 from unigrad.api.inplace import InplaceMixin
+from unigrad.api.linalg import LinalgMixin
 from unigrad.api.math import MathMixin
 from unigrad.api.movement import MovementMixin
 from unigrad.api.nn import NNMixin
@@ -171,6 +172,20 @@ _assigns_done: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
 # assigns: an optimizer step) computes them too, before the writes, so `loss.item()` after `opt.step()` is the
 # loss of the weights it was built from, as in torch
 _backward_roots: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+
+
+# the .grad tensors of the latest backward() calls, by id, until one of them is realized: then all of them are
+# (their graphs share the backward pass, which one realize computes once instead of once per gradient read)
+_grad_siblings: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+
+
+def _with_grad_siblings(ts: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+    """ts, plus the unrealized sibling gradients when one of ts is a gradient from backward()."""
+    if not any(_grad_siblings.get(id(t)) is t for t in ts):
+        return ts
+    siblings = [g for g in _grad_siblings.values() if not _is_buffer_view(g.uop) and all(g is not t for t in ts)]
+    _grad_siblings.clear()
+    return (*ts, *siblings)
 
 
 def forget_backward_roots() -> None:
@@ -325,7 +340,7 @@ def _const_uop(x: ConstType, dtype: DType, shape: Shape) -> UOp:
     return u
 
 
-class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, RandomMixin, InplaceMixin):
+class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, RandomMixin, InplaceMixin, LinalgMixin):
     """A lazy n-dimensional array on a device."""
 
     __slots__ = ("uop", "device", "_requires_grad", "grad", "__weakref__")
@@ -562,6 +577,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         if not _assign_owner and all(_is_buffer_view(t.uop) for t in ts):  # nothing to compute
             rt.stats.last_kernels = []
             return self
+        if _grad_siblings:
+            ts = _with_grad_siblings(ts)
         if _assign_owner and _backward_roots:  # buffers are written: a loss built before reads the old values
             ts = (*ts, *_roots_to_compute(ts))
         if rt_multi.used:  # a graph may hold multi-device nodes: lowered to per-device ones first
@@ -844,6 +861,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
                 if create_graph:
                     gt._join_autograd()
                 t.grad = gt if t.grad is None else t.grad + gt
+                _grad_siblings[id(t.grad)] = t.grad
         return self
 
     def assign(self, x: Tensor | ConstType) -> Tensor:

@@ -1341,15 +1341,6 @@ def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None
     return _trapezoid_terms("cumulative_trapezoid", y, x, 1.0 if dx is None else dx, dim).cumsum(dim)
 
 
-def chain_matmul(*matrices: Tensor) -> Tensor:
-    """The product of the matrices, left to right."""
-    ms = _tensors(list(matrices), "chain_matmul")
-    out = ms[0]
-    for m in ms[1:]:
-        out = out.matmul(m)
-    return out
-
-
 # every public function and grad-mode class defined here
 __all__ = [
     name
