@@ -131,3 +131,15 @@ def test_kv_cache_attention_under_jit(in_place):
         if i == 1:
             compiled = len(rt._program_cache)
     assert step.plan is not None and len(rt._program_cache) == compiled
+
+
+def test_a_bound_variable_as_a_tensor_value_is_int64():
+    """Tensor(bound Variable) holds its value as int64 (index is no tensor dtype), so it compares and computes
+    with other tensors; promoting the index dtype itself is a clear TypeError, not a KeyError."""
+    from unigrad.dtype import dtypes, promote_types
+
+    t = Tensor(Variable("k", 0, 8).bind(3))
+    assert t.dtype is dtypes.int64 and t.shape == () and t.item() == 3
+    np.testing.assert_array_equal((Tensor.arange(8) < t).numpy(), np.arange(8) < 3)
+    with pytest.raises(TypeError, match="not a tensor dtype"):
+        promote_types(dtypes.index, dtypes.int32)

@@ -169,11 +169,18 @@ _SIGNED_HOLDING: Final = {
 _CATEGORY: Final = {"b": 0, "u": 1, "i": 1, "f": 2}
 
 
+def _category(d: DType) -> int:
+    """bool 0, integers 1, floats 2; index and void are no tensor dtypes and take part in no promotion."""
+    if (c := _CATEGORY.get(d.kind)) is None:
+        raise TypeError(f"type promotion: {d} is not a tensor dtype (cast the value to an int or float dtype first)")
+    return c
+
+
 def promote_types(a: DType, b: DType) -> DType:
     """Result dtype of a binary op between two tensors, as torch.promote_types."""
     if a == b:
         return a
-    ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
+    ca, cb = _category(a), _category(b)
     if ca != cb:
         return a if ca > cb else b
     if a.kind == "f":
@@ -200,13 +207,13 @@ def promote_with_dims(a: DType, a_0d: bool, b: DType, b_0d: bool) -> DType:
     if a_0d == b_0d:
         return promote_types(a, b)
     dim, zero = (b, a) if a_0d else (a, b)
-    return dim if _CATEGORY[zero.kind] <= _CATEGORY[dim.kind] else zero
+    return dim if _category(zero) <= _category(dim) else zero
 
 
 def result_dtype_with_scalar(t: DType, x: ConstType) -> DType:
     """Dtype of `tensor op python_scalar`: a scalar only promotes when it is of a higher kind."""
     cat_x = 0 if isinstance(x, bool) else 1 if isinstance(x, int) else 2
-    if cat_x <= _CATEGORY[t.kind]:
+    if cat_x <= _category(t):
         return t
     return dtypes.default_float if cat_x == 2 else dtypes.int64
 

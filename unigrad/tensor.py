@@ -369,6 +369,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     def _data_uop(self, data: Any, dt: DType | None) -> UOp:
         """The graph of a new tensor holding `data`: a UOp, a Tensor, a Python scalar, a list/tuple or numpy data."""
         if isinstance(data, UOp):
+            if data.dtype is dtypes.index and data.shape == ():  # a Variable or symbolic size as a value: int64
+                return UOp(Ops.CAST, (data,), dt or dtypes.int64)  # (index is no tensor dtype: it does not promote)
             return data
         if isinstance(data, Tensor):
             data = data.numpy()
