@@ -486,6 +486,17 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
             v = view_base(u.src[0])
             if v.op in GroupOp.ALU and v not in realize and _costly(v, realize):
                 realize.add(v)
+    # a value read through two different views is indexed once per view, so a kernel reading it both ways holds
+    # its code twice: a chain of such reads (a roll done step by step, x = x[1:].cat(x[:1])) doubles the kernel
+    # with every step (12 steps: 2.6 s to compile). A costly one is materialized (producers first: one just
+    # materialized is a single load for the values above it)
+    views: dict[UOp, set[UOp]] = defaultdict(set)
+    for u in topo:
+        if u.op in GroupOp.View and u.op is not Ops.RESHAPE:
+            views[u.src[0]].add(u)
+    for u in topo:
+        if len(views.get(u, ())) > 1 and u.op in GroupOp.ALU and u not in realize and _costly(u, realize):
+            realize.add(u)
     # a REDUCE whose value is broadcast back (EXPAND above it before the next kernel boundary) is materialized
     expanded_above: dict[UOp, bool] = {}
     for u in reversed(topo):
