@@ -22,6 +22,15 @@ from unigrad.api import linalg  # torch.linalg: unigrad.linalg.inv, ...
 from unigrad.api.linalg import TORCH_NAMES as _LINALG_NAMES
 
 
+def __getattr__(name: str) -> object:
+    """`unigrad.nn` without `import unigrad.nn` (as torch.nn), imported on first use: startup stays small."""
+    if name == "nn":
+        import importlib
+
+        return importlib.import_module("unigrad.nn")
+    raise AttributeError(f"module 'unigrad' has no attribute {name!r}")
+
+
 def Variable(name: str, vmin: int, vmax: int) -> UOp:
     """A named symbolic integer in [vmin, vmax]; `.bind(value)` gives it a value."""
     return UOp.variable(name, vmin, vmax)

@@ -1086,6 +1086,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         return self._new(_const_uop(x, dtype, self.shape))
 
     def _broadcasted(self, other: Tensor | ConstType, op: str, reverse: bool = False) -> tuple[Tensor, Tensor]:
+        if isinstance(other, np.ndarray) and other.ndim:  # an array operand is a tensor of its dtype (as in torch)
+            other = Tensor(other, device=self.device)
         if isinstance(other, Tensor):
             if other.device != self.device:
                 raise RuntimeError(f"{op}: tensors are on different devices ({self.device} and {other.device})")

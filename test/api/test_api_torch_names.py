@@ -1261,3 +1261,22 @@ def test_hook_applies_to_functional_gradient_and_checks_its_result():
     z.register_hook(lambda g: g.sum())
     with pytest.raises(RuntimeError, match="must return None or a gradient of shape"):
         (z * 2).sum().backward()
+
+
+def test_numpy_array_operands_and_torch_nn_attribute():
+    """A numpy array operand is a tensor of its dtype (torch promotes it likewise); `import unigrad as torch` then
+    `torch.nn.Linear` works without importing unigrad.nn; an optimizer refuses non-tensors with torch's message."""
+    import subprocess
+    import sys
+
+    a = np.array([1.0, 2.0])
+    check(Tensor(np.array([1.0, 2.0], np.float32)) + a, torch.tensor([1.0, 2.0]) + torch.from_numpy(a))
+    b = np.array([[1], [2]], dtype=np.int32)
+    check(Tensor(np.array([1.0, 2.0], np.float32)) * b, torch.tensor([1.0, 2.0]) * torch.from_numpy(b))
+    code = "import unigrad as torch; print(torch.nn.Linear(2, 3).weight.shape)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "(3, 2)"
+    from unigrad import nn
+
+    with pytest.raises(TypeError, match="can only optimize Tensors, but one of the params is int"):
+        nn.optim.SGD([1, 2], lr=0.1)

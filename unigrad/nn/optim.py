@@ -188,6 +188,11 @@ class Optimizer:
             raise ValueError(f"{type(self).__name__}: a parameter group needs a 'params' entry, got keys {list(group)}")
         given = group["params"]
         tensors = _unique([given] if isinstance(given, Tensor) else given)
+        for t in tensors:
+            if not isinstance(t, Tensor):
+                raise TypeError(
+                    f"{type(self).__name__} can only optimize Tensors, but one of the params is {type(t).__name__}"
+                )
         seen = {id(p) for p in self.params}
         if any(id(t) in seen for t in tensors):
             raise ValueError(f"{type(self).__name__}: some parameters appear in more than one parameter group")
