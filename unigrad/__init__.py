@@ -16,7 +16,7 @@ from unigrad.tensor import Tensor
 from unigrad.api import torch_functions
 from unigrad.api.torch_functions import no_grad  # unigrad.tensor's no_grad, usable bare as a decorator
 from unigrad.api.torch_functions import *  # noqa: F403 - torch's top-level names, listed in its __all__
-from unigrad import cuda, utils
+from unigrad import autograd, cuda, utils
 from unigrad.utils.data import Generator
 from unigrad.api import linalg  # torch.linalg: unigrad.linalg.inv, ...
 from unigrad.api.linalg import TORCH_NAMES as _LINALG_NAMES
@@ -66,6 +66,7 @@ __all__ = [
     "Generator",
     "utils",
     "cuda",
+    "autograd",
 ]
 __all__ += [name for name in torch_functions.__all__ if name not in __all__] + DTYPE_NAMES
 

@@ -823,11 +823,15 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         return gradient.cast(self.dtype).uop
 
     def gradient(
-        self, *targets: Tensor, gradient: Tensor | None = None, materialize_grads: bool = False
-    ) -> list[Tensor]:
+        self,
+        *targets: Tensor,
+        gradient: Tensor | None = None,
+        materialize_grads: bool = False,
+        allow_unused: bool = False,
+    ) -> list[Tensor | None]:
         """d(self)/d(target) for each target, as new lazy tensors (functional: no .grad changes). `gradient`
         is d(loss)/d(self), default 1 for a one-element tensor. A target self does not depend on raises
-        RuntimeError, or gets zeros with materialize_grads=True."""
+        RuntimeError, gets zeros with materialize_grads=True, or None with allow_unused=True."""
         root_grad = self._root_grad("gradient", gradient)
         for t in targets:
             if not t.dtype.is_float:
@@ -835,12 +839,15 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         out = []
         root, *graphs = _resolve_assigns([self.uop, *(t.uop for t in targets)])
         for t, g in zip(targets, gradients(root, root_grad, graphs, _gradient_hooks() if _hook_fns else None)):
-            if g is None and not materialize_grads:
+            if g is None and not (materialize_grads or allow_unused):
                 raise RuntimeError(
                     f"gradient: a target of shape {t.shape} is not used in the graph of this tensor "
-                    "(materialize_grads=True gives zeros)"
+                    "(materialize_grads=True gives zeros, allow_unused=True None)"
                 )
-            out.append(t.zeros_like() if g is None else Tensor(g, device=t.device))
+            if g is None:
+                out.append(t.zeros_like() if materialize_grads else None)
+            else:
+                out.append(Tensor(g, device=t.device))
         return out
 
     def backward(
