@@ -865,3 +865,16 @@ def test_namespaces():
     assert F is nn.functional
     for name in nn.__all__:
         assert hasattr(nn, name), name
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_pad_sequence(batch_first, side):
+    rng = np.random.default_rng(0)
+    seqs = [rng.standard_normal((n, 3)).astype(np.float32) for n in (4, 1, 3)]
+    ours = nn.utils.rnn.pad_sequence([Tensor(s) for s in seqs], batch_first, -1.0, side)
+    ref = torch.nn.utils.rnn.pad_sequence([torch.tensor(s) for s in seqs], batch_first, -1.0, side)
+    assert ours.shape == tuple(ref.shape)
+    np.testing.assert_array_equal(ours.numpy(), ref.numpy())
+    with pytest.raises(RuntimeError, match="every sequence needs shape"):
+        nn.utils.pad_sequence([Tensor(seqs[0]), Tensor(np.zeros((2, 4), np.float32))])

@@ -1,4 +1,5 @@
-"""unigrad.nn.utils: torch.nn.utils' gradient clipping and parameter flattening, as Tensor compositions.
+"""unigrad.nn.utils: torch.nn.utils' gradient clipping, parameter flattening and pad_sequence (also as
+`nn.utils.rnn.pad_sequence`), as Tensor compositions.
 
 The clipped gradients are new lazy tensors in `.grad` (torch scales them in place): they fuse into the
 optimizer step that reads them, so clipping adds no kernel of its own beyond the norm.
@@ -8,10 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from types import SimpleNamespace
 
 from unigrad.tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "parameters_to_vector", "vector_to_parameters"]
+__all__ += ["pad_sequence", "rnn"]
 
 
 def _tensors(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
@@ -80,3 +83,33 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
         p.assign(vec[start : start + n].reshape(p.shape).cast(p.dtype))
         start += n
     Tensor.realize(*params)
+
+
+def pad_sequence(
+    sequences: Iterable[Tensor], batch_first: bool = False, padding_value: float = 0.0, padding_side: str = "right"
+) -> Tensor:
+    """torch.nn.utils.rnn.pad_sequence: tensors of shape (L_i, *) padded with padding_value to the longest L and
+    stacked: (L, B, *), or (B, L, *) with batch_first; padding_side 'left' pads before each sequence."""
+    seqs = list(sequences)
+    if not seqs:
+        raise RuntimeError("pad_sequence: received an empty list of sequences")
+    if padding_side not in ("left", "right"):
+        raise ValueError(f"pad_sequence: padding_side must be 'left' or 'right', got {padding_side!r}")
+    trailing = seqs[0].shape[1:]
+    for i, s in enumerate(seqs):
+        if s.ndim == 0 or s.shape[1:] != trailing:
+            raise RuntimeError(
+                f"pad_sequence: every sequence needs shape (L, *{trailing}); sequence {i} has shape {s.shape}"
+            )
+    longest = max(s.shape[0] for s in seqs)
+    rest = ((0, 0),) * len(trailing)
+    padded = [
+        s.pad((((0, longest - s.shape[0]) if padding_side == "right" else (longest - s.shape[0], 0)), *rest),
+              value=padding_value)
+        for s in seqs
+    ]  # fmt: skip
+    return Tensor.stack(*padded, dim=0 if batch_first else 1)
+
+
+# torch's spelling nn.utils.rnn.pad_sequence (packed sequences are not supported)
+rnn = SimpleNamespace(pad_sequence=pad_sequence)
