@@ -188,6 +188,32 @@ def _with_grad_siblings(ts: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
     return (*ts, *siblings)
 
 
+# data-dependent preconditions of ops built since the last realize (an index within its dim, ...): each a (2,) int64
+# tensor (how many elements are bad, one of them) and the error to raise; the next realize computes them with its
+# outputs and raises the first error, so bad data never gives a silently wrong result. Not under TinyJit capture:
+# a replay would not read them.
+_checks: list[tuple[Tensor, Callable[[int, int], Exception]]] = []
+
+
+def check_values(bad: Tensor, values: Tensor, error: Callable[[int, int], Exception]) -> None:
+    """Have the next realize raise error(count, example) when an element of the bool tensor `bad` is true;
+    `values` (of bad's shape) gives the example reported."""
+    if rt_jit.inside_jit() is not None or bad.numel() == 0:
+        return
+    b, v = bad.flatten(), values.flatten().cast(dtypes.int64)
+    count = b.cast(dtypes.int64).sum()
+    example = b.where(v, dtypes.int64.min).max()
+    _checks.append((count.reshape(1).cat(example.reshape(1)), error))
+
+
+def _raise_failed(checks: list[tuple[Tensor, Callable[[int, int], Exception]]]) -> None:
+    """Raise the first error whose check found bad elements (the checks were realized with the outputs)."""
+    for summary, error in checks:
+        count, example = summary.tolist()
+        if count:
+            raise error(count, example)
+
+
 def forget_backward_roots() -> None:
     """Drop the backward() roots registered so far (TinyJit, before it runs its function: a loss from outside must
     not become a kernel of every replay)."""
@@ -576,7 +602,12 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         """Kernelize or realize these tensors per device. Pending assigns in their graphs are scheduled with
         them (once: afterwards every graph and the assigned tensor see the written buffer instead)."""
         ts = (self, *others)
-        if not _assign_owner and all(_is_buffer_view(t.uop) for t in ts):  # nothing to compute
+        checks = None
+        if _checks and schedule is rt.realize and rt_jit.inside_jit() is None:  # checks of the data: computed too
+            checks = _checks[:]
+            _checks.clear()
+            ts = (*ts, *(c for c, _ in checks))
+        elif not _assign_owner and all(_is_buffer_view(t.uop) for t in ts):  # nothing to compute
             rt.stats.last_kernels = []
             return self
         if _grad_siblings:
@@ -604,6 +635,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
                 owner = _assign_owner.pop(node, None)  # no longer pending
                 if owner is not None and owner.uop is node:
                     owner.uop = u
+        if checks:
+            _raise_failed(checks)
         return self
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:

@@ -303,7 +303,7 @@ class NNMixin:
             if reduction == "mean":  # over the targets (all the input's elements but the class dim)
                 return loss.sum() / (self.numel() // c) if self.numel() else loss.sum() * math.nan
             return NNMixin._reduce_loss(loss, reduction, "cross_entropy")
-        nll = logp._nll(Y, w, ignore_index, reduction)
+        nll = logp._nll(Y, w, ignore_index, reduction, "cross_entropy")
         if not label_smoothing:
             return nll
         keep = (Y != ignore_index).cast(self.dtype) if ignore_index is not None else Y.ones_like().cast(self.dtype)
@@ -331,10 +331,13 @@ class NNMixin:
         NNMixin._check_reduction(reduction, "nll_loss")
         return self._nll(Y, NNMixin._class_weight(self, weight, "nll_loss"), ignore_index, reduction)
 
-    def _nll(self: Tensor, Y: Tensor, w: Tensor | None, ignore_index: int | None, reduction: str) -> Tensor:
+    def _nll(
+        self: Tensor, Y: Tensor, w: Tensor | None, ignore_index: int | None, reduction: str, op: str = "nll_loss"
+    ) -> Tensor:
         """-self[n, Y[n]] * w[Y[n]] over the class dim (1, or 0 for a 1-d input), then reduced; w: None or the
-        class weights along that dim (_class_weight)."""
+        class weights along that dim (_class_weight). A target outside the classes raises at the realize."""
         axis = 1 if self.ndim > 1 else 0
+        NNMixin._check_classes(Y, self.shape[axis], ignore_index, op)
         mask = self._picked_onehot(Y)
         if w is not None:
             mask = mask * w
@@ -344,6 +347,24 @@ class NNMixin:
         if reduction == "mean":
             return NNMixin._weighted_mean(loss.sum(), mask.sum())
         return NNMixin._reduce_loss(loss, reduction, "nll_loss")
+
+    @staticmethod
+    def _check_classes(Y: Tensor, c: int, ignore_index: int | None, op: str) -> None:
+        """Have the next realize raise torch's IndexError when a class index of Y is outside [0, c) and is not
+        ignore_index (unchecked, it would pick no class: a silently wrong loss)."""
+        from unigrad.tensor import check_values
+
+        bad = (Y < 0) | (Y >= c)
+        if ignore_index is not None:
+            bad = bad & (Y != ignore_index)
+        skip = "" if ignore_index is None else f", or ignore_index {ignore_index}"
+
+        def error(count: int, value: int) -> IndexError:
+            return IndexError(
+                f"{op}: target {value} is out of bounds (expected a class in [0, {c - 1}]{skip}; {count} such target(s))"
+            )
+
+        check_values(bad, Y, error)
 
     def _picked_onehot(self: Tensor, Y: Tensor) -> Tensor:
         """self's dtype one-hot of the class indices Y along self's class dim (1, or 0 for a 1-d self); all zeros
@@ -379,6 +400,7 @@ class NNMixin:
         NNMixin._check_target(self, Y, self.ndim - 1, "sparse_categorical_crossentropy")
         logp = self.log_softmax(-1)
         n = self.shape[-1]
+        NNMixin._check_classes(Y, n, ignore_index, "sparse_categorical_crossentropy")
         keep = (Y != ignore_index).cast(logp.dtype)
         onehot = (Y.unsqueeze(-1) == self._class_range(n)).cast(logp.dtype)
         loss = -(logp * onehot).sum(-1)

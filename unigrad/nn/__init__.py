@@ -767,6 +767,7 @@ class Embedding(Module):
     def forward(self, idx: Tensor) -> Tensor:
         if idx.dtype.is_float or idx.dtype.is_bool:
             raise TypeError(f"Embedding: expected an integer index tensor, got {idx.dtype}")
+        F.check_rows(idx, self.weight.shape[0], "Embedding")
         out = self.weight.take_rows(idx)  # an indirect load per row: O(idx.numel() * dim)
         if self.padding_idx is None:
             return out

@@ -18,7 +18,7 @@ from typing import Any
 
 from unigrad.api.nn import unpool_to_plane
 from unigrad.dtype import DType, dtypes
-from unigrad.tensor import Tensor
+from unigrad.tensor import Tensor, check_values
 
 __all__ = [
     # activations
@@ -1415,6 +1415,16 @@ def fold(
 # ---------------------------------------------------------------- embedding, one_hot, dropout
 
 
+def check_rows(idx: Tensor, n: int, fn: str) -> None:
+    """Have the next realize raise torch's IndexError when an embedding index is outside [0, n) (unchecked, the
+    lookup would read zeros: a silently wrong result)."""
+
+    def error(count: int, value: int) -> IndexError:
+        return IndexError(f"{fn}(): index {value} is out of range for {n} embeddings ({count} such index(es))")
+
+    check_values((idx < 0) | (idx >= n), idx, error)
+
+
 def embedding(
     input: Tensor,
     weight: Tensor,
@@ -1445,6 +1455,7 @@ def embedding(
         norms = wd.norm(norm_type, 1, keepdim=True)
         renorm = (used.reshape(-1, 1) > 0) & (norms > max_norm)  # type: ignore[union-attr]
         w.assign(renorm.where(wd * (max_norm / (norms + 1e-7)), wd))
+    check_rows(idx, w.shape[0], "embedding")
     out = w[idx]
     if scale_grad_by_freq:  # the same values, the gradient of each lookup divided by its row's count
         freq = used[idx].cast(out.dtype).unsqueeze(-1)  # type: ignore[index]
