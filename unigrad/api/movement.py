@@ -23,6 +23,7 @@ import numpy as np
 
 from unigrad.dtype import DType, dtypes, least_upper_dtype
 from unigrad.api.reduce import ValuesIndices
+from unigrad.api.strides import is_contiguous as row_major, layout
 from unigrad.helpers import record
 from unigrad.ir.sint import always_le, sadd, sint, smin, ssub
 from unigrad.ir.uop import UOp
@@ -1469,22 +1470,16 @@ class MovementMixin:
     def stride(self: Tensor, dim: int | None = None) -> tuple[int, ...] | int:
         """The strides (in elements) torch gives the same ops: a view keeps its buffer's, a result is row-major
         (unigrad/api/strides.py)."""
-        from unigrad.api.strides import layout
-
         strides = layout(self)[0]
         return strides if dim is None else strides[_dim("stride", dim, self.ndim)]
 
     def storage_offset(self: Tensor) -> int:
         """Where the view starts in its buffer, in elements (0 for a computed result)."""
-        from unigrad.api.strides import layout
-
         return layout(self)[1]
 
     def is_contiguous(self: Tensor, memory_format: Any = None) -> bool:
         """True when the strides are row-major (as torch.is_contiguous)."""
-        from unigrad.api.strides import is_contiguous
-
-        return is_contiguous(self)
+        return row_major(self)
 
     @property
     def is_cpu(self: Tensor) -> bool:
