@@ -68,6 +68,19 @@ def test_backward_of_several_tensors():
     close(b.grad, tb.grad)
 
 
+def test_grad_of_module_parameters_before_any_optimizer():
+    """A fresh module's parameters (requires_grad undecided) are differentiable inputs, as torch's."""
+    tlin = torch.nn.Linear(4, 3)
+    lin = unigrad.nn.Linear(4, 3)
+    lin.load_state_dict({k: Tensor(v.detach().numpy().copy()) for k, v in tlin.state_dict().items()})
+    x = rng.standard_normal((6, 4)).astype(np.float32)
+    ours = unigrad.autograd.grad(lin(Tensor(x)).relu().sum(), [lin.weight, lin.bias])
+    ref = torch.autograd.grad(tlin(torch.from_numpy(x)).relu().sum(), [tlin.weight, tlin.bias])
+    for o, r in zip(ours, ref):
+        close(o, r)
+    assert lin.weight.grad is None  # grad() does not touch .grad
+
+
 def test_errors():
     a, _ = pair(3)
     with pytest.raises(RuntimeError, match="implicitly created only for scalar outputs"):

@@ -28,7 +28,7 @@ def _root(outputs: list[Tensor], grad_outputs: list[Tensor | None], fn: str) -> 
         raise RuntimeError(f"{fn}: got {len(grad_outputs)} grad_outputs for {len(outputs)} outputs")
     total: Tensor | None = None
     for i, out in enumerate(outputs):
-        if not out.requires_grad:
+        if not out.requires_grad and not out._decide_parameters():  # undecided module parameters: turned on
             raise RuntimeError(f"{fn}: element {i} of tensors does not require grad and does not have a grad_fn")
         g = grad_outputs[i] if grad_outputs else None
         if g is None:

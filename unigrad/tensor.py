@@ -112,6 +112,10 @@ def _torch_name(dt: DType) -> str:
 # leaves with requires_grad=True, by id (a WeakSet would compare tensors with ==, which builds a Tensor);
 # held weakly: backward() fills their .grad
 _leaves: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+# module parameters still undecided (requires_grad None), by id: unigrad.nn.Module registers them. A backward()
+# from a tensor that requires no grad turns on those its graph reads, as an optimizer would (torch's parameters
+# require grad from the start: `loss.backward()` before any optimizer exists fills their .grad)
+_undecided: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 # non-leaf tensors after retain_grad(), by id: backward() fills their .grad too (a realized one's buffer is a
 # target gradients() sees through, as it sees through realized values on the way to the leaves)
 _retained: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
@@ -780,6 +784,11 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         self.requires_grad = requires_grad
         return self
 
+    def _mark_parameter(self) -> None:
+        """A module's parameter: while its requires_grad is None, a backward() reaching it may turn it on."""
+        if self._requires_grad is None:
+            _undecided[id(self)] = self
+
     @property
     def is_leaf(self) -> bool:
         return not self._requires_grad or _leaves.get(id(self)) is self
@@ -890,7 +899,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         accumulates over calls as in PyTorch (reset it with `t.grad = None`). With create_graph the gradients
         require grad themselves (for higher derivatives). Graphs are never freed, so retain_graph is accepted
         and ignored. Returns self."""
-        if not self._requires_grad:
+        if not self._requires_grad and not self._decide_parameters():
             raise RuntimeError("backward: element 0 of tensors does not require grad and does not have a grad_fn")
         root_grad = self._root_grad("backward", gradient)
         if not _is_buffer_view(self.uop):
@@ -905,6 +914,26 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
                 t.grad = gt if t.grad is None else t.grad + gt
                 _grad_siblings[id(t.grad)] = t.grad
         return self
+
+    def _decide_parameters(self) -> bool:
+        """Turn on requires_grad of the undecided module parameters this tensor's graph reads (their forward ran
+        before anything required grad); whether there were any. A parameter that turning on realizes into its own
+        buffer is replaced by that buffer in this graph, so the gradient reaches it."""
+        if not _undecided or not self.dtype.is_float:
+            return False
+        nodes = set(self.uop.toposort())
+        found = [t for t in list(_undecided.values()) if t._requires_grad is None and t.uop in nodes]
+        moved: dict[UOp, UOp] = {}
+        for t in found:
+            before = t.uop
+            t.requires_grad = True
+            if t.uop is not before:
+                moved[before] = t.uop
+        if moved:
+            self.uop = self.uop.substitute(moved)
+        if found:
+            self._requires_grad = True
+        return bool(found)
 
     def assign(self, x: Tensor | ConstType) -> Tensor:
         """Write `x` into this tensor's buffer (the spec's assign: STORE, then AFTER); `x` is cast to this dtype

@@ -691,6 +691,31 @@ def test_zero_grad_and_requires_grad():
     assert all(p.grad is None for p in model.parameters())
 
 
+@pytest.mark.parametrize("realized", [False, True])
+def test_backward_without_optimizer_fills_parameter_grads(realized):
+    """torch's parameters require grad from the start: `loss.backward()` before any optimizer (or requires_grad_())
+    fills every parameter's .grad, and not the input's; a frozen parameter keeps None."""
+    tmod = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Tanh(), torch.nn.Linear(4, 3))
+    ours = nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3))
+    ours.load_state_dict({k: Tensor(v.detach().numpy().copy()) for k, v in tmod.state_dict().items()})
+    assert all(p.requires_grad is None for p in ours.parameters())  # unigrad's default: undecided
+    if realized:
+        Tensor.realize(*ours.parameters())
+    ours[2].bias.requires_grad_(False)
+    tmod[2].bias.requires_grad_(False)
+    xn = randn(7, 5)
+    x = Tensor(xn)
+    loss = ours(x).square().mean()
+    assert loss.requires_grad is None  # nothing required grad when it was built
+    loss.backward()
+    tmod(torch.from_numpy(xn)).square().mean().backward()
+    compare_grads(ours, tmod)
+    assert x.grad is None and ours[2].bias.grad is None
+    assert all(p.requires_grad for name, p in ours.named_parameters() if name != "2.bias")
+    with pytest.raises(RuntimeError, match="does not require grad"):  # tensors outside modules stay as they are
+        (Tensor(xn) * 2).sum().backward()
+
+
 def test_to_half_keeps_identity_and_apply():
     model = nn.Sequential(nn.Linear(3, 2), nn.BatchNorm1d(2))
     weight, tracked = model[0].weight, model[1].num_batches_tracked

@@ -21,7 +21,9 @@ is True for a float leaf tensor whose requires_grad is not False. `copy.deepcopy
 and buffer into a buffer of its own (keeping ties between them).
 
 Parameters keep requires_grad None until an optimizer turns it on (or `Parameter(t)` / `requires_grad_()` do),
-as unigrad's layers always have: a forward pass outside training builds no autograd state.
+as unigrad's layers always have: a forward pass outside training builds no autograd state. A `backward()` from a
+result that requires no grad turns on the parameters its graph reads (torch's parameters require grad from the
+start), so `loss.backward()` before any optimizer exists fills their .grad.
 
 Train mode: each module has a `training` flag. A module whose mode was never set follows the class-wide
 `Tensor.training` (tinygrad's switch); after `.train()` / `.eval()` (which set the whole subtree) its own
@@ -139,6 +141,8 @@ class Module:
             if isinstance(value, Tensor):
                 if name not in params and name not in buffers:
                     (params if _trainable(value) else buffers).add(name)
+                if name in params:
+                    value._mark_parameter()
             elif value is not None:  # a module or a plain value: no longer a tensor slot (None keeps it, as torch)
                 params.discard(name)
                 buffers.discard(name)
@@ -374,6 +378,8 @@ class Module:
         self._names("_buffer_names").discard(name)
         self._names("_non_persistent").discard(name)
         self._names("_param_names").add(name)
+        if param is not None:
+            param._mark_parameter()
         object.__setattr__(self, name, param)
 
     def add_module(self, name: str, module: Module | None) -> None:
