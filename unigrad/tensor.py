@@ -210,6 +210,14 @@ def check_values(bad: Tensor, values: Tensor, error: Callable[[int, int], Except
     _checks.append((count.reshape(1).cat(example.reshape(1)), error))
 
 
+def check_range(
+    idx: Tensor, lo: int, hi: int, error: Callable[[int, int], Exception], allowed: int | None = None
+) -> None:
+    """check_values for an int tensor whose entries must lie in [lo, hi) (or equal `allowed`, an ignore_index)."""
+    bad = (idx < lo) | (idx >= hi)
+    check_values(bad if allowed is None else bad & (idx != allowed), idx, error)
+
+
 def _raise_failed(checks: list[tuple[Tensor, Callable[[int, int], Exception]]]) -> None:
     """Raise the first error whose check found bad elements (the checks were realized with the outputs)."""
     for summary, error in checks:

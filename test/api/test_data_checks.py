@@ -1,14 +1,19 @@
-"""Checks of the data that torch makes at the call (a class index or an embedding index out of range): unigrad
-computes them with the next realize and raises torch's IndexError there, naming the op and a bad value, instead of
-a silently wrong loss or lookup. In range values, ignore_index and TinyJit replays are not affected."""
+"""Checks of the data that torch makes at the call (a class index, an embedding index, a gather or x[idx] index
+out of range): unigrad computes them with the next realize and raises torch's error there, naming the op and a bad
+value, instead of a silently wrong loss or lookup. In range values, ignore_index and TinyJit replays are not
+affected, and ops whose indices are in range by construction (sort, median, topk, quantile) queue no check."""
+
+import importlib
 
 import numpy as np
 import pytest
+import torch
 
 import unigrad.nn.functional as F
 from unigrad import Tensor, TinyJit, nn
 
 rng = np.random.default_rng(0)
+ut = importlib.import_module("unigrad.tensor")  # unigrad.tensor is torch.tensor, the function
 
 
 def logits(*shape: int) -> Tensor:
@@ -56,3 +61,53 @@ def test_checks_stay_out_of_tinyjit_replays():
     step = TinyJit(lambda y: F.cross_entropy(x, y))
     for _ in range(3):
         assert np.isfinite(step(Tensor([1, 2, 3, 0])).item())
+
+
+@pytest.mark.parametrize("shape,dim", [((3, 5), 1), ((4, 1, 3), 0), ((2, 7), -1), ((1,), 0)])
+@pytest.mark.parametrize("grad", [False, True])
+def test_gather_index_out_of_range(shape, dim, grad):
+    x = rng.standard_normal(shape).astype(np.float32)
+    n = shape[dim]
+    idx = rng.integers(0, n, size=shape).astype(np.int64)
+    ours = Tensor(x, requires_grad=grad).gather(dim, Tensor(idx))
+    np.testing.assert_array_equal(ours.numpy(), torch.from_numpy(x).gather(dim, torch.from_numpy(idx)).numpy())
+    for bad in (n, -1):  # torch.gather counts no index from the end
+        wrong = idx.copy()
+        wrong.flat[-1] = bad
+        with pytest.raises(RuntimeError, match=rf"gather: index {bad} is out of bounds for dimension \d with size {n}"):
+            Tensor(x, requires_grad=grad).gather(dim, Tensor(wrong)).numpy()
+        with pytest.raises(RuntimeError, match=f"index {bad} is out of bounds"):
+            torch.from_numpy(x).gather(dim, torch.from_numpy(wrong))
+
+
+@pytest.mark.parametrize("index", [lambda i: i, lambda i: (slice(None), i), lambda i: (i, slice(1, 3))])
+def test_getitem_tensor_index_out_of_range(index):
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    good = np.array([[0, -1], [3, -4]], np.int64)  # negatives count from the end, as torch
+    ours, ref = Tensor(x)[index(Tensor(good))], torch.from_numpy(x)[index(torch.from_numpy(good))]
+    np.testing.assert_array_equal(ours.numpy(), ref.numpy())
+    for bad in (4, -5):  # past either end of the 4 rows (or the first 4 of the 6 columns: 4 and -5 are in range)
+        idx = np.array([[0, bad]], np.int64)
+        out = Tensor(x)[index(Tensor(idx))]
+        try:
+            want = torch.from_numpy(x)[index(torch.from_numpy(idx))].numpy()
+        except IndexError:
+            with pytest.raises(IndexError, match=rf"__getitem__: index {bad} is out of bounds for dimension \d"):
+                out.numpy()
+        else:
+            np.testing.assert_array_equal(out.numpy(), want)
+
+
+def test_setitem_tensor_index_out_of_range():
+    x = Tensor.zeros(3, 2).contiguous()
+    x[Tensor([0, 5])] = 1.0
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 0 with size 3"):
+        x.numpy()
+
+
+def test_in_range_by_construction_queues_no_check():
+    x = logits(5, 40)
+    ut._checks.clear()
+    outs = [x.sort(1)[0], x.median(1)[0], x.topk(3)[0], x.quantile(0.3, dim=1), x.nanmedian(1)[0], x.max(dim=1)[1]]
+    assert not ut._checks
+    Tensor.realize(*outs)

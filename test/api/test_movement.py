@@ -448,12 +448,18 @@ def test_getitem_tensor_indices_forward_and_backward(index):
 
 
 def test_getitem_tensor_index_out_of_range_reads_zero():
-    """An index entry outside its dim reads 0 (no wrong element): with two advanced dims, j = 6 in a dim of 6 would
-    land on the next row's first element if the flattened position were not checked per dim."""
+    """An index entry outside its dim raises IndexError at the realize, and the kernel read 0 there (no wrong
+    element): with two advanced dims, j = 6 in a dim of 6 would land on the next row's first element if the
+    flattened position were not checked per dim."""
     x = np.arange(24, dtype=np.float32).reshape(4, 6)
-    got = Tensor(x)[Tensor([0, 1, 2]), Tensor([6, 5, -7])].numpy()
-    np.testing.assert_array_equal(got, [0.0, 11.0, 0.0])
-    np.testing.assert_array_equal(Tensor(x)[Tensor([4, -5, 3])].numpy(), np.stack([np.zeros(6), np.zeros(6), x[3]]))
+    for index, want in [
+        ((Tensor([0, 1, 2]), Tensor([6, 5, -7])), [0.0, 11.0, 0.0]),
+        (Tensor([4, -5, 3]), np.stack([np.zeros(6), np.zeros(6), x[3]])),
+    ]:
+        out = Tensor(x)[index]  # built one at a time: a realize computes (and reports) every check queued before it
+        with pytest.raises(IndexError, match="out of bounds"):
+            out.realize()
+        np.testing.assert_array_equal(out.numpy(), want)  # computed with the check, reported once
 
 
 @pytest.mark.parametrize(
@@ -634,12 +640,16 @@ def test_gather_values_equal_with_and_without_grad(shape, dim, ishape):
 
 
 def test_gather_out_of_range_reads_zero():
-    """An index outside [0, n) reads 0 on both paths (never the element its flat position would land on)."""
+    """An index outside [0, n) raises torch's RuntimeError at the realize, and reads 0 on both paths (never the
+    element its flat position would land on)."""
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     i = Tensor([[4, 0], [-1, 3], [1, 2]])
     want = [[0.0, 0.0], [0.0, 7.0], [9.0, 10.0]]
-    np.testing.assert_array_equal(Tensor(x).gather(1, i).numpy(), want)
-    np.testing.assert_array_equal(Tensor(x, requires_grad=True).gather(1, i).numpy(), want)
+    for grad in (False, True):
+        out = Tensor(x, requires_grad=grad).gather(1, i)
+        with pytest.raises(RuntimeError, match="gather: index 4 is out of bounds for dimension 1 with size 4"):
+            out.realize()
+        np.testing.assert_array_equal(out.numpy(), want)
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,10 @@ element by counting the elements that sort before it: O(n^2) comparisons along t
 Ops whose output shape depends on data (nonzero, masked_select, boolean-mask indexing, unique, tensor-valued
 repeat_interleave) realize a count first (`.item()`/`.tolist()`: a sync point), then build the result.
 
-Selections sum one value with zeros, so a selected -0.0 comes back as 0.0; index values outside their
-dimension that are only known at run time (tensor indices) select zeros instead of raising.
+Selections sum one value with zeros, so a selected -0.0 comes back as 0.0. Index values outside their
+dimension that are only known at run time (tensor indices of x[idx] and gather) raise torch's error at the next
+realize (tensor.check_values); ops whose indices are in range by construction (sort, topk, median) use _gather
+with check=False.
 """
 
 from __future__ import annotations
@@ -286,6 +288,8 @@ def _index_plan(x: Tensor, index: Any) -> _IndexPlan:
                         f"__getitem__: index {hi if hi >= x.shape[d] else lo} is out of bounds for dimension {d} "
                         f"with size {x.shape[d]}"
                     )
+                if id(it) not in bounds and isinstance(x.shape[d], int):  # a tensor's values: checked when computed
+                    _check_positions("__getitem__", it, d, x.shape[d], negative=True)
                 idxs = [it]
             for idx in idxs:
                 n = x.shape[d]
@@ -403,7 +407,7 @@ def _advanced_get(x: Tensor, plan: _IndexPlan) -> Tensor:
     """x (already basic-indexed) gathered at the advanced indices: [B..., rest...], then B moved to the first
     advanced position if the advanced indices are adjacent. Over static sizes an indirect load (take_rows) of the
     advanced dims flattened into one: O(output); symbolic sizes sum one-hot selections, O(output * positions).
-    Either way an index out of range reads 0."""
+    Either way an index out of range reads 0 (_index_plan has queued the check that raises)."""
     pos, rest, adjacent = _adv_layout(plan)
     bshape, idxs = _adv_indices(plan, "__getitem__")
     xp = x.permute(pos + rest)  # [k_1..k_m, rest...]
@@ -484,12 +488,49 @@ def _scatter_dim(self: Tensor, op: str, dim: int, index: Tensor) -> int:
 # ---------------------------------------------------------------- the mixin
 
 
+def _check_positions(op: str, index: Tensor, d: int, n: int, negative: bool) -> None:
+    """Have the next realize raise torch's error when an entry of `index` is no position of dim d of size n: outside
+    [-n, n) with negative counting from the end (indexing: IndexError), else outside [0, n) (gather: RuntimeError).
+    Unchecked, the indirect load reads 0: a silently wrong result."""
+    from unigrad.tensor import check_range
+
+    kind = IndexError if negative else RuntimeError
+
+    def error(count: int, value: int) -> Exception:
+        return kind(f"{op}: index {value} is out of bounds for dimension {d} with size {n} ({count} such index(es))")
+
+    check_range(index, -n if negative else 0, n, error)
+
+
 def _check_index_range(op: str, index: Tensor, n: int) -> None:
     """torch raises for an index out of [-n, n): checked on the (small) index tensor's values."""
     if index.numel():
         lo, hi = int(index.min().item()), int(index.max().item())
         if lo < -n or hi >= n:
             raise IndexError(f"{op}: index out of range for a dim of size {n} (got values in [{lo}, {hi}])")
+
+
+def _gather(x: Tensor, dim: int, index: Tensor, check: bool) -> Tensor:
+    """Tensor.gather; check=False for indices in range by construction (sort, median, ...): no check kernels."""
+    x = x.reshape(1) if x.ndim == 0 else x
+    idx = index.reshape(1) if index.ndim == 0 else index
+    d = _scatter_dim(x, "gather", dim, idx)
+    n = x.shape[d]
+    if check and isinstance(n, int):
+        _check_positions("gather", idx, d, n, negative=False)
+    if not x.requires_grad and all(isinstance(s, int) for s in x.shape + idx.shape):
+        # no gradient to take: an indirect load of x's flat position, O(index.numel()) (the one-hot form's
+        # gradient is cheaper than this one's through a flat x, so it stays where a gradient may be asked)
+        coords = [
+            idx if i == d else _arange(s, x.device).reshape([s if j == i else 1 for j in range(idx.ndim)])
+            for i, s in enumerate(idx.shape)
+        ]
+        return x.reshape(-1).take_rows(_flat_index(coords, x.shape)).reshape(index.shape)
+    x = x.shrink(tuple(None if i == d else (0, s) for i, s in enumerate(idx.shape)))
+    xe = x.movedim(d, -1).unsqueeze(d)  # [..., 1 at d, ..., n]
+    match = idx.unsqueeze(-1) == _arange(n, x.device)  # [..., m at d, ..., n]
+    out = _select_sum(match.where(xe, _zero(x)), -1)
+    return out.reshape(index.shape)
 
 
 class MovementMixin:
@@ -981,8 +1022,8 @@ class MovementMixin:
         """numpy/torch indexing. Ints (negative too), slices (negative steps too) and None/Ellipsis are
         movement ops. Int/bool tensors and lists are advanced indices: they broadcast together, and each
         result element is a one-hot selection summed over the indexed dims (O(result * prod(indexed dims)));
-        a bool mask is first turned into coordinates by nonzero() (a sync point). Tensor index values out of
-        range select zeros (no run-time check); list/int index values are checked here (IndexError)."""
+        a bool mask is first turned into coordinates by nonzero() (a sync point). List/int index values are
+        checked here (IndexError), tensor index values at the next realize (the same IndexError)."""
         if (fast := _ints_and_slices(self, index)) is not None:
             return fast
         plan = _index_plan(self, index)
@@ -1087,24 +1128,8 @@ class MovementMixin:
     def gather(self: Tensor, dim: int, index: Tensor) -> Tensor:
         """out[..i..] = self[..index[..i..]..] along dim (torch.gather): the spec's gather composition, a
         one-hot mask over the n positions of dim summed away: O(index.numel() * n); an indirect load when self
-        needs no gradient. An index out of [0, n) reads 0."""
-        x = self.reshape(1) if self.ndim == 0 else self
-        idx = index.reshape(1) if index.ndim == 0 else index
-        d = _scatter_dim(x, "gather", dim, idx)
-        n = x.shape[d]
-        if not x.requires_grad and all(isinstance(s, int) for s in x.shape + idx.shape):
-            # no gradient to take: an indirect load of x's flat position, O(index.numel()) (the one-hot form's
-            # gradient is cheaper than this one's through a flat x, so it stays where a gradient may be asked)
-            coords = [
-                idx if i == d else _arange(s, x.device).reshape([s if j == i else 1 for j in range(idx.ndim)])
-                for i, s in enumerate(idx.shape)
-            ]
-            return x.reshape(-1).take_rows(_flat_index(coords, x.shape)).reshape(index.shape)
-        x = x.shrink(tuple(None if i == d else (0, s) for i, s in enumerate(idx.shape)))
-        xe = x.movedim(d, -1).unsqueeze(d)  # [..., 1 at d, ..., n]
-        match = idx.unsqueeze(-1) == _arange(n, x.device)  # [..., m at d, ..., n]
-        out = _select_sum(match.where(xe, _zero(x)), -1)
-        return out.reshape(index.shape)
+        needs no gradient. An index out of [0, n) raises torch's RuntimeError at the next realize."""
+        return _gather(self, dim, index, check=True)
 
     def _scatter_match(self: Tensor, op: str, dim: int, index: Tensor) -> tuple[int, Tensor, Tensor]:
         """(d, region, match): region is self cut to index's extent off dim, moved to [..., n]; match is
@@ -1279,7 +1304,7 @@ class MovementMixin:
         if 0 < k <= TOPK_SELECT and isinstance(n, int) and 8 * k < n:  # k rounds of (max, first index): O(n*k)
             xm = x.movedim(d, -1)
             indices = _first_k_by_selection(xm, k, largest)
-            values = xm.gather(-1, indices).movedim(-1, d)
+            values = _gather(xm, -1, indices, check=False).movedim(-1, d)
             indices = indices.movedim(-1, d)
         else:
             values, indices = _first_by_rank(x, d, k, largest)  # every rank: O(n^2)
@@ -1631,7 +1656,7 @@ class MovementMixin:
         )
         x = x.expand(rest[:d] + (n,) + rest[d + 1 :])
         idx = idx.expand(rest[:d] + (idx.shape[d],) + rest[d + 1 :])
-        out = x.gather(d, idx)
+        out = _gather(x, d, idx, check=False)  # checked above, at the call
         return out.reshape(()) if self.ndim == 0 else out
 
     def scatter_add(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
@@ -2101,7 +2126,7 @@ def _first_by_rank(x: Tensor, d: int, k: int, descending: bool) -> tuple[Tensor,
     n = xm.shape[-1]
     if all(isinstance(s, int) for s in xm.shape) and n > SORT_NETWORK_MIN:
         indices = _sort_network_indices(xm, descending)[..., :k]
-        return xm.gather(-1, indices).movedim(-1, d), indices.movedim(-1, d)
+        return _gather(xm, -1, indices, check=False).movedim(-1, d), indices.movedim(-1, d)
     rank = _sort_rank(xm, descending)  # [..., n]
     sel = rank.unsqueeze(-2) == _arange(k, x.device).reshape(k, 1)  # [..., r, i]
     values = _select_sum(sel.where(xm.unsqueeze(-2), _zero(xm)), -1).movedim(-1, d)

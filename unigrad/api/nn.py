@@ -352,11 +352,8 @@ class NNMixin:
     def _check_classes(Y: Tensor, c: int, ignore_index: int | None, op: str) -> None:
         """Have the next realize raise torch's IndexError when a class index of Y is outside [0, c) and is not
         ignore_index (unchecked, it would pick no class: a silently wrong loss)."""
-        from unigrad.tensor import check_values
+        from unigrad.tensor import check_range
 
-        bad = (Y < 0) | (Y >= c)
-        if ignore_index is not None:
-            bad = bad & (Y != ignore_index)
         skip = "" if ignore_index is None else f", or ignore_index {ignore_index}"
 
         def error(count: int, value: int) -> IndexError:
@@ -364,7 +361,7 @@ class NNMixin:
                 f"{op}: target {value} is out of bounds (expected a class in [0, {c - 1}]{skip}; {count} such target(s))"
             )
 
-        check_values(bad, Y, error)
+        check_range(Y, 0, c, error, ignore_index)
 
     def _picked_onehot(self: Tensor, Y: Tensor) -> Tensor:
         """self's dtype one-hot of the class indices Y along self's class dim (1, or 0 for a 1-d self); all zeros

@@ -214,10 +214,17 @@ def _first_nan(x: Tensor, d: int) -> tuple[Tensor, Tensor]:
     return nan.any(d, keepdim=True), _argmax(nan.cast(dtypes.int32), d, True, "median")
 
 
+def _gather_in_range(x: Tensor, d: int, idx: Tensor) -> Tensor:
+    """x.gather(d, idx) for indices in range by construction (ranks, sort orders): no check kernels."""
+    from unigrad.api.movement import _gather  # movement imports this module
+
+    return _gather(x, d, idx, check=False)
+
+
 def _selected(x: Tensor, d: int, idx: Tensor, keepdim: bool) -> ValuesIndices:
     """(x gathered at the int64 keepdim indices idx along d, idx), dim d dropped unless keepdim; the gradient goes
     to the selected elements."""
-    values = x.gather(d, idx)
+    values = _gather_in_range(x, d, idx)
     return ValuesIndices(values, idx) if keepdim else ValuesIndices(values.squeeze(d), idx.squeeze(d))
 
 
@@ -234,7 +241,7 @@ def _median_dim(self: Tensor, dim: int, keepdim: bool, op: str, ignore_nan: bool
     order = x.detach().sort(d)[1]
     if ignore_nan and x.dtype.is_float:
         count = x.eq(x).sum(d, keepdim=True)
-        idx = order.gather(d, ((count - 1) // 2).maximum(0))
+        idx = _gather_in_range(order, d, ((count - 1) // 2).maximum(0))
     else:
         idx = order.narrow(d, (n - 1) // 2, 1)
         if x.dtype.is_float:
@@ -319,10 +326,10 @@ def _quantile(
         ranks = ranks.round()
     ranks = ranks.expand(*xm.shape[:-1], qt.shape[0])
     below = ranks.cast(dtypes.int64)
-    out = ordered.gather(-1, below)
+    out = _gather_in_range(ordered, -1, below)
     if interpolation in ("linear", "midpoint"):
         weights = (ranks - below.cast(x.dtype)) if interpolation == "linear" else ranks * 0 + 0.5
-        out = out.lerp(ordered.gather(-1, ranks.ceil().cast(dtypes.int64)), weights)
+        out = out.lerp(_gather_in_range(ordered, -1, ranks.ceil().cast(dtypes.int64)), weights)
     if keepdim and self.ndim > 0:  # the reduced dim (every dim for dim=None) kept as size 1
         out = out.reshape(*((1,) * self.ndim if dim is None else xm.shape[:d] + (1,) + xm.shape[d:-1]), -1)
     return out.squeeze(-1) if scalar else out.movedim(-1, 0)

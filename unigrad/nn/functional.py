@@ -18,7 +18,7 @@ from typing import Any
 
 from unigrad.api.nn import unpool_to_plane
 from unigrad.dtype import DType, dtypes
-from unigrad.tensor import Tensor, check_values
+from unigrad.tensor import Tensor, check_range
 
 __all__ = [
     # activations
@@ -1422,7 +1422,7 @@ def check_rows(idx: Tensor, n: int, fn: str) -> None:
     def error(count: int, value: int) -> IndexError:
         return IndexError(f"{fn}(): index {value} is out of range for {n} embeddings ({count} such index(es))")
 
-    check_values((idx < 0) | (idx >= n), idx, error)
+    check_range(idx, 0, n, error)
 
 
 def embedding(
@@ -1456,9 +1456,9 @@ def embedding(
         renorm = (used.reshape(-1, 1) > 0) & (norms > max_norm)  # type: ignore[union-attr]
         w.assign(renorm.where(wd * (max_norm / (norms + 1e-7)), wd))
     check_rows(idx, w.shape[0], "embedding")
-    out = w[idx]
+    out = w.take_rows(idx)  # checked: no second check of x[idx]'s
     if scale_grad_by_freq:  # the same values, the gradient of each lookup divided by its row's count
-        freq = used[idx].cast(out.dtype).unsqueeze(-1)  # type: ignore[index]
+        freq = used.take_rows(idx).cast(out.dtype).unsqueeze(-1)  # type: ignore[union-attr]
         out = out.detach() + (out - out.detach()) / freq
     if padding_idx is None:
         return out
