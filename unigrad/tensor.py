@@ -1249,6 +1249,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         return self._float()._alu(Ops.RECIP)
 
     def div(self, other: Tensor | ConstType, reverse: bool = False, rounding_mode: str | None = None) -> Tensor:
+        if rounding_mode is not None:
+            self._check_divisor(other, reverse, "div")
         x, y = self._broadcasted(other, "div", reverse)
         if rounding_mode == "floor":
             return x._alu(Ops.IDIV, y)
@@ -1262,10 +1264,37 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         return x._float() * y._float().reciprocal()
 
     def floordiv(self, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
+        self._check_divisor(other, reverse, "floor_divide")
         return self._binop(Ops.IDIV, other, "floor_divide", reverse)
 
     def mod(self, other: Tensor | ConstType, reverse: bool = False) -> Tensor:
+        self._check_divisor(other, reverse, "remainder")
         return self._binop(Ops.MOD, other, "remainder", reverse)
+
+    def _floordiv_nonzero(self, other: Tensor | ConstType) -> Tensor:
+        """self // other for a divisor nonzero by construction (internal index math): no check queued."""
+        return self._binop(Ops.IDIV, other, "floor_divide")
+
+    def _mod_nonzero(self, other: Tensor | ConstType) -> Tensor:
+        """self % other for a divisor nonzero by construction (internal index math): no check queued."""
+        return self._binop(Ops.MOD, other, "remainder")
+
+    def _check_divisor(self, other: Tensor | ConstType, reverse: bool, op: str) -> None:
+        """torch's ZeroDivisionError for an integer division (//, %, a rounding div) by zero: a zero scalar divisor
+        raises here, a tensor divisor's zeros at the next realize (unchecked, the kernel gives 0 or garbage).
+        Float divisions give inf/nan as IEEE says."""
+        divisor, dividend = (self, other) if reverse else (other, self)
+        if isinstance(dividend, float) or (isinstance(dividend, Tensor) and dividend.dtype.is_float):
+            return
+        if isinstance(divisor, Tensor):
+            if divisor.dtype.is_int and divisor.dtype is not dtypes.bool:
+                check_values(
+                    divisor == 0,
+                    divisor,
+                    lambda count, _: RuntimeError(f"{op}: ZeroDivisionError ({count} integer division(s) by zero)"),
+                )
+        elif divisor.__class__ is int and divisor == 0 and self.numel() != 0:  # an empty tensor divides nothing
+            raise RuntimeError(f"{op}: ZeroDivisionError (an integer tensor divided by the integer 0)")
 
     def maximum(self, other: Tensor | ConstType) -> Tensor:
         return self._binop(Ops.MAX, other, "maximum")

@@ -1552,6 +1552,21 @@ def test_bitcast(device):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", ["int32", "uint8", "int64"])
 def test_integer_division_by_zero_does_not_crash(device, dtype):
-    """torch raises; a lazy kernel can't, so x // 0 and x % 0 give 0 on every device instead of a SIGFPE."""
+    """torch raises ZeroDivisionError: so does the realize of x // y, x % y, x.div(y, rounding_mode=...) for a zero
+    in y, and the call for a zero int scalar; the kernel itself gives 0 on every device instead of a SIGFPE."""
     a, b = Tensor([5, 7, 3], dtype=dtype, device=device), Tensor([0, 2, 0], dtype=dtype, device=device)
-    assert (a // b).tolist() == [0, 3, 0] and (a % b).tolist() == [0, 1, 0]
+    for op, want in [
+        (a.__floordiv__, [0, 3, 0]),
+        (a.__mod__, [0, 1, 0]),
+        (lambda y: a.div(y, rounding_mode="floor"), None),
+    ]:
+        out = op(b)
+        with pytest.raises(RuntimeError, match=r"ZeroDivisionError \(2 integer division\(s\) by zero\)"):
+            out.realize()
+        if want is not None:
+            assert out.tolist() == want  # computed with the check (reported once)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        a % 0
+    assert (a // b.maximum(1)).tolist() == [5, 3, 3]  # no zero: no error
+    assert (Tensor.zeros(0, dtype=dtype, device=device) // 0).shape == (0,)  # nothing divided, as torch
+    assert (a.cast("float32") // 0).tolist() == [float("inf")] * 3  # floats: IEEE

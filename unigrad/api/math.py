@@ -805,8 +805,8 @@ class MathMixin:
         return self.rshift(other)
 
     def floor_divide(self: Tensor, other: Tensor | ConstType) -> Tensor:
-        """torch.floor_divide: the quotient rounded down. Ints floor (an int division by zero is not checked: torch
-        raises); floats follow torch's div_floor: q = (x - fmod(x, y)) / y stepped down where the remainder's sign
+        """torch.floor_divide: the quotient rounded down. Ints floor (a division by zero raises torch's
+        ZeroDivisionError: Tensor._check_divisor); floats follow torch's div_floor: q = (x - fmod(x, y)) / y stepped down where the remainder's sign
         differs from y's, then floored (rounded to the nearer integer when the division was inexact), so the
         result is the floor of the exact quotient; x/y for y == 0, a signed zero for a zero quotient."""
         x, y = self._broadcasted(other, "floor_divide")
@@ -1092,14 +1092,14 @@ class MathMixin:
         a, b = x.abs(), y.abs()
         for _ in range(_EUCLID_STEPS[x.dtype.itemsize]):
             nz = b.ne(0)
-            a, b = nz.where(b, a), nz.where(a % nz.where(b, 1), 0)
+            a, b = nz.where(b, a), nz.where(a._mod_nonzero(nz.where(b, 1)), 0)
         return a
 
     def lcm(self: Tensor, other: Tensor | ConstType) -> Tensor:
         """The least common multiple of integer tensors: |x / gcd(x, y) * y| (0 when either is 0)."""
         x, y = self._broadcasted(other, "lcm")
         g = x.gcd(y)
-        return g.eq(0).where(0, (x // g.eq(0).where(1, g) * y).abs())
+        return g.eq(0).where(0, (x._floordiv_nonzero(g.eq(0).where(1, g)) * y).abs())
 
 
 def _asin_poly(s: Tensor) -> Tensor:

@@ -1211,7 +1211,7 @@ class MovementMixin:
                 new = total if include_self else hit.where(total, region)
             else:
                 k = count + 1 if include_self else count.maximum(1)
-                mean = total // k.cast(dt) if dt.is_int else total / k.cast(dt)
+                mean = total._floordiv_nonzero(k.cast(dt)) if dt.is_int else total / k.cast(dt)
                 new = hit.where(mean.cast(dt), region)
         elif reduce == "prod":
             prod = match.where(srcs, _const(x, 1)).prod(-1, dtype=dt)
