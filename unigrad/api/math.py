@@ -806,9 +806,10 @@ class MathMixin:
 
     def floor_divide(self: Tensor, other: Tensor | ConstType) -> Tensor:
         """torch.floor_divide: the quotient rounded down. Ints floor (a division by zero raises torch's
-        ZeroDivisionError: Tensor._check_divisor); floats follow torch's div_floor: q = (x - fmod(x, y)) / y stepped down where the remainder's sign
-        differs from y's, then floored (rounded to the nearer integer when the division was inexact), so the
-        result is the floor of the exact quotient; x/y for y == 0, a signed zero for a zero quotient."""
+        ZeroDivisionError: Tensor._check_divisor); floats follow torch's div_floor: q = (x - fmod(x, y)) / y
+        stepped down where the remainder's sign differs from y's, then floored (rounded to the nearer integer when
+        the division was inexact), so the result is the floor of the exact quotient; x/y for y == 0, a signed zero
+        for a zero quotient."""
         x, y = self._broadcasted(other, "floor_divide")
         if not x.dtype.is_float:
             if x.dtype is dtypes.bool:
