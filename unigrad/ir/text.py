@@ -75,6 +75,14 @@ def uop_repr(root: UOp) -> str:
     return "\n".join(lines) if len(lines) > 1 else f"UOp({lines[0]})"
 
 
+def structure(root: UOp) -> str:
+    """The whole graph as text, one line per node (op, its sources by number, repr of arg and tag): equal texts
+    are equal graphs, in any process (the disk caches' keys). repr() is for people: it shortens long graphs."""
+    nodes = root.toposort()
+    num = {u: i for i, u in enumerate(nodes)}
+    return "\n".join(f"{u.op.name} {' '.join(str(num[s]) for s in u.src)} {u.arg!r} {u.tag!r}" for u in nodes)
+
+
 def _is_sym_int(u: UOp) -> bool:
     """A node of an index expression over Variables: what a symbolic shape entry is made of."""
     if u.op is Ops.PARAM:

@@ -9,8 +9,10 @@ first use and cached on the node.
 from __future__ import annotations
 
 import functools
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from unigrad.dtype import ConstType, DType, dtypes
@@ -32,6 +34,21 @@ _dtype_of, _shape_of, _min_max_of = props.dtype_of, props.shape_of, props.min_ma
 # the per-op rule tables, looked up directly by the properties (one call less on the hottest derivations)
 _dtype_rule, _src0_dtype = props.DTYPE_RULES.get, props.src0_dtype
 _mm_rule, _dtype_mm = props.MIN_MAX_RULES.get, props.dtype_mm
+# per thread: inside toposort_memo(), the toposorts (without gate) done so far, by root
+_walks = threading.local()
+_walks.memo = None
+
+
+@contextmanager
+def toposort_memo() -> Iterator[None]:
+    """Within: toposort() without a gate remembers its results, so the passes lowering one kernel (each walking
+    the graphs the one before made, some more than once) walk each graph once. Scoped, so no graph outlives it."""
+    prev = getattr(_walks, "memo", None)
+    _walks.memo = {}
+    try:
+        yield
+    finally:
+        _walks.memo = prev
 
 
 class UOp:
@@ -176,7 +193,11 @@ class UOp:
     def toposort(self, gate: Callable[[UOp], bool] | None = None) -> list[UOp]:
         """Every node reachable from self, sources before users (iterative, no recursion limit).
 
-        With `gate`, nodes for which gate(node) is False are listed but not walked into."""
+        With `gate`, nodes for which gate(node) is False are listed but not walked into. Inside toposort_memo(),
+        a walk without gate is remembered (the list returned is always a new one)."""
+        memo = getattr(_walks, "memo", None) if gate is None else None
+        if memo is not None and (hit := memo.get(self)) is not None:
+            return list(hit)
         visited: set[UOp] = set()
         out: list[UOp] = []
         # a node is pushed, then a None marker over it when it is expanded: popping the marker emits the node
@@ -197,6 +218,8 @@ class UOp:
                 for s in reversed(u.src):
                     if s not in visited:
                         push(s)
+        if memo is not None:
+            memo[self] = tuple(out)
         return out
 
     def substitute(self, mapping: Mapping[UOp, UOp], walk: Callable[[UOp], bool] | None = None) -> UOp:

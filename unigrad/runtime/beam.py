@@ -30,12 +30,13 @@ from unigrad import config
 from unigrad.dtype import DType, dtypes
 from unigrad.ir.args import AddrSpace, AxisType, KernelInfo
 from unigrad.ir.ops import Ops
+from unigrad.ir.text import structure
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize import Opt, OptError, OptOps, Target, apply_opts, axes, optimize
 from unigrad.pipeline.optimize.opts import bound
 from unigrad.runtime import Buffer, Device, Lowered
 
-CACHE_VERSION = 1  # bump when the search changes what it would choose
+CACHE_VERSION = 2  # bump when the search changes what it would choose
 MIN_RUNS, MAX_RUNS = 3, 20  # runs of one candidate: the minimum counts
 MIN_RUN_SECONDS = 2e-3  # keep running a fast candidate until its runs add up to this
 HOPELESS = 3.0  # a first run this many times slower than the best so far is not run again
@@ -197,11 +198,12 @@ class CandidateTimer:
 
 def cache_key(device: str, ast: UOp, target: Target, width: int) -> str:
     """A stable name for (kernel, device, compiler and the machine it compiles for, target, width): the hash of the
-    kernel's printed form."""
+    kernel's whole structure (not its repr, which shortens a long graph: two kernels differing early would share
+    a name)."""
     compiler = Device[device].compiler
     machine = getattr(compiler, "machine", "")
     parts = (str(CACHE_VERSION), device, type(compiler).__name__, getattr(compiler, "cc", ""), machine, repr(target))
-    text = "\0".join((*parts, str(width), repr(ast)))
+    text = "\0".join((*parts, str(width), structure(ast)))
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 

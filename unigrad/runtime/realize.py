@@ -29,7 +29,7 @@ from unigrad.ir.spec import (
     verify_selected,
     verify_tensor_graph,
 )
-from unigrad.ir.uop import UOp, variables_of
+from unigrad.ir.uop import UOp, toposort_memo, variables_of
 from unigrad.pipeline.callify import callify, function_params, inline_functions, is_buffer_input, is_traced_call
 from unigrad.pipeline.expand import expand
 from unigrad.pipeline.isel import isel
@@ -37,7 +37,7 @@ from unigrad.pipeline.linearize import linearize
 from unigrad.pipeline.memplan import MemoryPlan, first_written, plan_memory
 from unigrad.pipeline.optimize import Target, optimize
 from unigrad.pipeline.rangeify import rangeify
-from unigrad.runtime import Buffer, Device, Lowered, jit
+from unigrad.runtime import Buffer, Device, Lowered, jit, lowered_cache
 from unigrad.runtime.queue import run_steps
 
 _buffer_ids = itertools.count()
@@ -341,7 +341,23 @@ def precompile(device: str, asts: list[UOp]) -> None:
 
 
 def _lower_kernel(device: str, ast: UOp, target: Target) -> Lowered:
-    """A kernel SINK -> optimized (the heuristics, or BEAM) and lowered to source for `device`."""
+    """A kernel SINK -> optimized (the heuristics, or BEAM) and lowered to source for `device`; from the disk
+    cache of lowered kernels when an earlier process lowered it."""
+    if not lowered_cache.enabled():
+        return _lower_new(device, ast, target)
+    k = lowered_cache.key(device, ast, target)
+    if (lowered := lowered_cache.load(k)) is None:
+        lowered = _lower_new(device, ast, target)
+        lowered_cache.save(k, lowered)
+    return lowered
+
+
+def _lower_new(device: str, ast: UOp, target: Target) -> Lowered:
+    with toposort_memo():
+        return _optimize_and_lower(device, ast, target)
+
+
+def _optimize_and_lower(device: str, ast: UOp, target: Target) -> Lowered:
     if config.DEBUG >= 5:
         print(f"--- kernel {ast.arg.name if ast.arg is not None else 'kernel'} ---\n{ast}")
     if config.SPEC.value:

@@ -1,0 +1,135 @@
+"""The disk cache of lowered kernels (runtime/lowered_cache.py): a kernel lowered once is read back, in this process
+after its program is dropped and in a fresh process, with the same results; a change of code version or a broken
+entry is a miss; the cache is off with DISABLE_COMPILER_CACHE and SPEC."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from unigrad import Context, Tensor
+from unigrad.runtime import lowered_cache
+from unigrad.runtime import realize as rt
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def lowerings(monkeypatch):
+    """The kernels lowered from scratch (not read from the cache), by name, as the test goes."""
+    seen: list[str] = []
+    inner = rt._lower_new
+
+    def counting(device, ast, target):
+        lowered = inner(device, ast, target)
+        seen.append(lowered.name)
+        return lowered
+
+    monkeypatch.setattr(rt, "_lower_new", counting)
+    rt._program_cache.clear()  # kernels an earlier test built are not lowered again: start from none
+    return seen
+
+
+def kernel(x: np.ndarray, c: float) -> Tensor:
+    t = Tensor(x)
+    return ((t * c).exp() + t.square()).sum(1)  # a reduce over an elementwise body: one kernel
+
+
+def want(x: np.ndarray, c: float) -> np.ndarray:
+    return (np.exp(x * np.float32(c)) + x * x).sum(1)
+
+
+def test_lowered_once_then_read_back(tmp_path, lowerings):
+    x = np.random.default_rng(0).standard_normal((5, 7)).astype(np.float32)
+    with Context(CACHEDIR=str(tmp_path), DISABLE_COMPILER_CACHE=0):
+        np.testing.assert_allclose(kernel(x, 0.123).numpy(), want(x, 0.123), rtol=1e-5)
+        assert len(lowerings) == 1
+        assert len(list((tmp_path / "lowered").glob("*.pkl"))) == 1
+        rt._program_cache.clear()  # as a new process would: the program is built from the entry
+        np.testing.assert_allclose(kernel(x + 1, 0.123).numpy(), want(x + 1, 0.123), rtol=1e-5)
+        assert len(lowerings) == 1
+        np.testing.assert_allclose(kernel(x, 0.5).numpy(), want(x, 0.5), rtol=1e-5)  # another kernel: lowered
+        assert len(lowerings) == 2
+
+
+def test_new_code_version_or_broken_entry_is_a_miss(tmp_path, lowerings, monkeypatch):
+    x = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
+    with Context(CACHEDIR=str(tmp_path), DISABLE_COMPILER_CACHE=0):
+        kernel(x, 0.25).numpy()
+        monkeypatch.setattr(lowered_cache, "code_version", lambda: "an-edited-tree")
+        rt._program_cache.clear()
+        kernel(x, 0.25).numpy()
+        assert len(lowerings) == 2  # keyed by the code: never a lowering from older code
+        for entry in (tmp_path / "lowered").glob("*.pkl"):
+            entry.write_bytes(b"not a pickle")
+        rt._program_cache.clear()
+        np.testing.assert_allclose(kernel(x, 0.25).numpy(), want(x, 0.25), rtol=1e-5)
+        assert len(lowerings) == 3
+
+
+@pytest.mark.parametrize("knob", [{"DISABLE_COMPILER_CACHE": 1}, {"SPEC": 1}])
+def test_off(tmp_path, lowerings, knob):
+    x = np.ones((2, 3), np.float32)
+    with Context(CACHEDIR=str(tmp_path), **{"DISABLE_COMPILER_CACHE": 0, **knob}):
+        kernel(x, 0.75).numpy()
+        rt._program_cache.clear()
+        kernel(x, 0.75).numpy()
+    assert len(lowerings) == 2
+    assert not (tmp_path / "lowered").exists()
+
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+def test_fresh_process_reads_the_entries(tmp_path, device):
+    """UOps pickle as constructor calls: a fresh process rebuilds the LINEAR through hash-consing, its DTypes the
+    interned ones, and runs the kernels without lowering them (the PYTHON device interprets that LINEAR)."""
+    script = (
+        "import numpy as np\n"
+        "from unigrad import Tensor\n"
+        "from unigrad.runtime import realize as rt\n"
+        "n = []\n"
+        "inner = rt._lower_new\n"
+        "rt._lower_new = lambda *a: n.append(1) or inner(*a)\n"
+        "x = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4))\n"
+        "y = (x @ x.T).relu().softmax(1).numpy()\n"
+        "print(len(n), ' '.join(f'{v:.6f}' for v in y.ravel()))\n"
+    )
+    env = {**os.environ, "CACHEDIR": str(tmp_path), "DISABLE_COMPILER_CACHE": "0", "PYTHONPATH": str(REPO)}
+    env["DEVICE"] = device
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    (first, *values1), (second, *values2) = (r.stdout.split() for r in runs)
+    assert int(first) >= 2 and int(second) == 0  # every kernel came from the cache the second time
+    assert values1 == values2
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    e = np.exp(np.maximum(x @ x.T, 0) - np.maximum(x @ x.T, 0).max(1, keepdims=True))
+    np.testing.assert_allclose(np.array(values2, np.float64), (e / e.sum(1, keepdims=True)).ravel(), atol=1e-6)
+
+
+def test_kernels_differing_early_in_a_long_graph_do_not_share_an_entry(tmp_path, lowerings):
+    """The key hashes every node: repr() lists only the last nodes of a long graph, so two kernels that differ in
+    an early constant print alike (a sum loss once came back as the mean's kernel, a third of the value)."""
+    from unigrad.ir.text import structure
+
+    x = np.random.default_rng(2).standard_normal(6).astype(np.float32)
+
+    def chain(first: float) -> Tensor:
+        t = Tensor(x) * first
+        for i in range(60):
+            t = (t + 0.5 * i).sin()
+        return t
+
+    a, b = chain(2.0).uop, chain(3.0).uop
+    assert repr(a) == repr(b) and structure(a) != structure(b)
+    with Context(CACHEDIR=str(tmp_path), DISABLE_COMPILER_CACHE=0):
+        for first in (2.0, 3.0):
+            ref = x * np.float32(first)
+            for i in range(60):
+                ref = np.sin(ref + np.float32(0.5 * i))
+            np.testing.assert_allclose(chain(first).numpy(), ref, rtol=1e-4, atol=1e-5)
+    assert len(lowerings) == 2
