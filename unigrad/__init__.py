@@ -18,18 +18,22 @@ from unigrad.tensor import Tensor
 from unigrad.api import torch_functions
 from unigrad.api.torch_functions import no_grad  # unigrad.tensor's no_grad, usable bare as a decorator
 from unigrad.api.torch_functions import *  # noqa: F403 - torch's top-level names, listed in its __all__
-from unigrad import autograd, cuda, utils
+from unigrad import autograd, backends, cuda, testing, utils
+from unigrad.api.torch_env import *  # noqa: F403 - torch.device, Size, finfo, set_num_threads, ...
+from unigrad.api import torch_env
+from unigrad.serialization import load, save
 from unigrad.utils.data import Generator
 from unigrad.api import linalg  # torch.linalg: unigrad.linalg.inv, ...
 from unigrad.api.linalg import TORCH_NAMES as _LINALG_NAMES
 
 
 def __getattr__(name: str) -> object:
-    """`unigrad.nn` without `import unigrad.nn` (as torch.nn), imported on first use: startup stays small."""
-    if name == "nn":
+    """`unigrad.nn` and `unigrad.optim` without importing them (as torch.nn, torch.optim), imported on first use:
+    startup stays small."""
+    if name in ("nn", "optim"):
         import importlib
 
-        return importlib.import_module("unigrad.nn")
+        return importlib.import_module(f"unigrad.{name}")
     raise AttributeError(f"module 'unigrad' has no attribute {name!r}")
 
 
@@ -69,7 +73,12 @@ __all__ = [
     "utils",
     "cuda",
     "autograd",
+    "backends",
+    "testing",
+    "save",
+    "load",
 ]
+__all__ += torch_env.__all__
 __all__ += [name for name in torch_functions.__all__ if name not in __all__] + DTYPE_NAMES
 
 # torch's top-level linear algebra (torch.det, torch.inverse, torch.svd in its old (U, S, V) form, ...)

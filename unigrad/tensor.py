@@ -150,6 +150,16 @@ def _run_hooks(fns: list[Callable[[Tensor], Tensor | None]], device: Any, g: UOp
     return g
 
 
+def _rebuild(values: np.ndarray, dtype: DType, device: str | tuple[str, ...], axis: int | None, grad: bool) -> Tensor:
+    """An unpickled tensor (Tensor.__reduce__): its values in a buffer of its own."""
+    if isinstance(device, tuple):
+        t = Tensor(values, dtype=dtype).shard(device, axis)
+    else:
+        t = Tensor(values, dtype=dtype, device=device)
+    t.realize()
+    return t.requires_grad_() if grad else t
+
+
 def _is_buffer_view(u: UOp) -> bool:
     return u.op is Ops.BUFFER or (u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER)
 
@@ -477,6 +487,16 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
 
     def __repr__(self) -> str:
         return f"<Tensor {self.uop.op.name} {self.shape} {self.dtype} on {self.device}>"
+
+    def __reduce__(self) -> tuple[Any, tuple]:
+        """pickle (and unigrad.save): the values, read now, with dtype, device (a sharded tensor's devices and axis)
+        and requires_grad; .grad is not kept (torch keeps it only for leaves, and checkpoints hold plain values).
+        The lazy graph is not pickled: its buffers do not exist in another process."""
+        if self.dtype.fmt is None and self.dtype is not dtypes.bfloat16:
+            raise TypeError(f"pickle: a {self.dtype} tensor has no numpy dtype to store its values in")
+        multi = isinstance(self.device, tuple)
+        axis = self.uop.axis if multi else None
+        return _rebuild, (self.numpy(), self.dtype, self.device, axis, bool(self._requires_grad))
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
         """copy.deepcopy(t): the values copied now into a buffer of its own; requires_grad kept and .grad

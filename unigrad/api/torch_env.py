@@ -1,0 +1,166 @@
+"""torch's process-level names, so a training script's set-up lines run unchanged: torch.device, torch.Size,
+torch.finfo / iinfo, the thread count, seeds, determinism switches and torch.compile.
+
+- `device("cpu")` is a device name (a str subclass holding unigrad's canonical name, "CPU"), so every unigrad call
+  taking a device takes it; `.type` and `.index` read as torch's. A device unigrad lacks ("cuda") can be named
+  (scripts build one before asking torch.cuda.is_available()); using it raises unigrad's unknown-device error.
+- `set_num_threads(n)` sets the THREADS knob (worker threads per kernel); `get_num_threads()` reads what kernels use.
+- `compile(model)` returns the model itself: unigrad already generates, optimizes and caches a kernel for every
+  graph; torch.compile's options are accepted and have no effect.
+- `use_deterministic_algorithms(True)` is kept and reported: unigrad's kernels are deterministic (a multi-threaded
+  kernel gives the bits of a single-threaded one).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from unigrad import config
+from unigrad.dtype import DType, dtypes, to_dtype
+
+__all__ = [
+    "device",
+    "Size",
+    "finfo",
+    "iinfo",
+    "set_num_threads",
+    "get_num_threads",
+    "compile",
+    "seed",
+    "initial_seed",
+    "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled",
+]
+
+
+class device(str):
+    """torch.device: device("cpu"), device("cpu", 0), device("cpu:1"), or another device (returned as is)."""
+
+    def __new__(cls, type: Any, index: int | None = None) -> device:  # noqa: A002 - torch's argument name
+        if isinstance(type, device) and index is None:
+            return type
+        text = str(type)
+        if index is not None:
+            if ":" in text:
+                raise RuntimeError(f"device(): type ({text!r}) must not include an index because index was passed")
+            if not isinstance(index, int) or index < 0:
+                raise RuntimeError(f"device(): device index must be a non-negative int, got {index!r}")
+            text = f"{text}:{index}"
+        base, _, idx = text.partition(":")
+        if not base or (idx and not idx.isdigit()):
+            raise RuntimeError(f"device(): invalid device string {text!r}; expected 'cpu' or 'cpu:N'")
+        return super().__new__(cls, text.upper())
+
+    @property
+    def type(self) -> str:
+        return self.partition(":")[0].lower()
+
+    @property
+    def index(self) -> int | None:
+        idx = self.partition(":")[2]
+        return int(idx) if idx else None
+
+    def __repr__(self) -> str:
+        return f"device(type={self.type!r}" + (f", index={self.index})" if self.index is not None else ")")
+
+
+class Size(tuple):
+    """torch.Size: a tuple of ints (a Tensor's .shape is a plain tuple, equal to it)."""
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __repr__(self) -> str:
+        return f"Size({list(self)})"
+
+
+class finfo:
+    """torch.finfo(dtype): bits, eps, max, min, tiny (smallest_normal) and resolution of a float dtype (default:
+    the default float dtype)."""
+
+    def __init__(self, type: DType | str | None = None) -> None:  # noqa: A002 - torch's argument name
+        dt = dtypes.default_float if type is None else to_dtype(type)
+        if not dt.is_float:
+            raise TypeError(f"finfo(): expected a floating point dtype, got {dt}")
+        self.dtype, self.bits = dt, dt.itemsize * 8
+        if dt is dtypes.bfloat16:  # 8 exponent bits, 7 mantissa bits
+            self.eps, self.max, self.tiny, self.resolution = 2.0**-7, float.fromhex("0x1.fep127"), 2.0**-126, 0.01
+        else:
+            info = np.finfo(dt.fmt)
+            self.eps, self.max, self.tiny = float(info.eps), float(info.max), float(info.smallest_normal)
+            self.resolution = 10.0**-info.precision
+        self.min, self.smallest_normal = -self.max, self.tiny
+
+    def __repr__(self) -> str:
+        return (
+            f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+            f"smallest_normal={self.tiny:g}, tiny={self.tiny:g}, dtype={self.dtype.name})"
+        )
+
+
+class iinfo:
+    """torch.iinfo(dtype): bits, min and max of an integer dtype."""
+
+    def __init__(self, type: DType | str) -> None:  # noqa: A002 - torch's argument name
+        dt = to_dtype(type)
+        if dt.is_float or dt is dtypes.bool:
+            raise TypeError(f"iinfo(): expected an integer dtype, got {dt}")
+        info = np.iinfo(dt.fmt)
+        self.dtype, self.bits, self.min, self.max = dt, dt.itemsize * 8, int(info.min), int(info.max)
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype.name})"
+
+
+def set_num_threads(n: int) -> None:
+    """Worker threads per CPU kernel (the THREADS knob); 1 runs every kernel on the calling thread."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise RuntimeError(f"set_num_threads(): expected a positive int, got {n!r}")
+    config.THREADS.value = n
+
+
+def get_num_threads() -> int:
+    from unigrad.runtime.cpu_pool import n_threads
+
+    return n_threads()
+
+
+def compile(model: Any = None, **_: Any) -> Any:  # noqa: A001 - torch's name
+    """torch.compile: the model (or function) itself; as a decorator with options, the identity decorator."""
+    if model is None:
+        return lambda fn: fn
+    return model
+
+
+def seed() -> int:
+    """Seed the generator from the OS's entropy; returns the seed."""
+    from unigrad.tensor import Tensor
+
+    s = int.from_bytes(os.urandom(8), "little") >> 1
+    Tensor.manual_seed(s)
+    return s
+
+
+def initial_seed() -> int:
+    """The seed the generator was last seeded with."""
+    from unigrad.api.random import _rng
+
+    return int(_rng.seed)
+
+
+_deterministic = [False]
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """Kept for are_deterministic_algorithms_enabled(): every unigrad kernel is deterministic already."""
+    _deterministic[0] = bool(mode)
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    return _deterministic[0]

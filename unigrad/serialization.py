@@ -1,0 +1,112 @@
+"""torch.save / torch.load: any picklable object holding tensors (a state_dict, a checkpoint dict with epochs and
+optimizer state) to a file and back.
+
+In: an object and a path or binary file. Out: the same structure, each Tensor rebuilt with its values, dtype, device
+and requires_grad (Tensor.__reduce__ stores the values, read at save time). The format is a plain pickle, not
+torch's zip archive: unigrad reads its own files back. A path to a PyTorch checkpoint (torch.save's zip) loads
+through unigrad.nn.state.torch_load, without torch.
+
+load(weights_only=True), torch's default, unpickles only plain containers and values, numpy arrays and unigrad
+tensors: a file from elsewhere cannot run code. weights_only=False unpickles anything (only for trusted files).
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import os
+import pickle
+from typing import IO, Any
+
+from unigrad.tensor import Tensor
+
+__all__ = ["save", "load"]
+
+# what weights_only=True lets a file name: (module, name) of the callables a checkpoint's pickle calls
+_SAFE = {
+    ("collections", "OrderedDict"),
+    ("collections", "defaultdict"),
+    ("builtins", "set"),
+    ("builtins", "frozenset"),
+    ("builtins", "complex"),
+    ("builtins", "slice"),
+    ("builtins", "range"),
+    ("numpy", "dtype"),
+    ("numpy", "ndarray"),
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy.core.multiarray", "scalar"),
+    ("numpy.core.numeric", "_frombuffer"),
+    ("numpy._core.numeric", "_frombuffer"),
+    ("numpy._core.multiarray", "scalar"),
+    ("unigrad.tensor", "_rebuild"),
+    ("unigrad.dtype", "_interned"),
+}
+_SAFE_PREFIXES = ("numpy.dtypes",)  # numpy's dtype classes (Float32DType, ...)
+
+
+class _WeightsUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in _SAFE or module.startswith(_SAFE_PREFIXES):
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(
+            f"load(weights_only=True): the file calls {module}.{name}, which a checkpoint of tensors, numbers and "
+            "containers never does; pass weights_only=False only if you trust the file"
+        )
+
+
+def save(obj: Any, f: str | os.PathLike | IO[bytes], pickle_protocol: int = pickle.HIGHEST_PROTOCOL, **_: Any) -> None:
+    """Write obj (tensors are stored by value) to the path or binary file f."""
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as out:
+            pickle.dump(obj, out, protocol=pickle_protocol)
+    else:
+        pickle.dump(obj, f, protocol=pickle_protocol)
+
+
+def load(
+    f: str | os.PathLike | IO[bytes],
+    map_location: Any = None,
+    pickle_module: Any = None,
+    *,
+    weights_only: bool | None = None,
+    mmap: bool | None = None,
+    **_: Any,
+) -> Any:
+    """The object save() wrote to f. map_location (a device name, a torch-style device, or None) moves every tensor
+    to that device; weights_only (default True, as torch) refuses anything but data."""
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as src:
+            data = src.read()
+        if data[:4] == b"PK\x03\x04":  # PyTorch's zip checkpoint: read as data, whatever weights_only says
+            from unigrad.nn.state import torch_load
+
+            target = None if map_location is None or callable(map_location) else _device_name(map_location)
+            return torch_load(f, target)
+    else:
+        data = f.read()
+    if weights_only is False:
+        obj = pickle.loads(data)
+    else:
+        obj = _WeightsUnpickler(io.BytesIO(data)).load()
+    return obj if map_location is None or callable(map_location) else _moved(obj, _device_name(map_location))
+
+
+def _device_name(location: Any) -> str:
+    from unigrad.runtime import Device
+
+    name = str(getattr(location, "type", location))
+    return Device.canonicalize(name)  # type: ignore[return-value]
+
+
+def _moved(obj: Any, device: str) -> Any:
+    """obj with every tensor in it (through dicts, lists, tuples) on `device`."""
+    if isinstance(obj, Tensor):
+        return obj if obj.device == device else obj.to(device).realize()
+    if isinstance(obj, collections.OrderedDict):
+        return collections.OrderedDict((k, _moved(v, device)) for k, v in obj.items())
+    if isinstance(obj, dict):
+        return {k: _moved(v, device) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_moved(v, device) for v in obj) if not hasattr(obj, "_fields") else obj
+    return obj
