@@ -486,7 +486,11 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         return self.shape[0]
 
     def __repr__(self) -> str:
-        return f"<Tensor {self.uop.op.name} {self.shape} {self.dtype} on {self.device}>"
+        """torch's print: the values (a sync point), dtype, device and grad state (api/printing.py); the lazy
+        form `<Tensor ADD (2, 3) dtypes.float32 on CPU>` where values cannot be read (inside TinyJit)."""
+        from unigrad.api.printing import tensor_repr
+
+        return tensor_repr(self)
 
     def __reduce__(self) -> tuple[Any, tuple]:
         """pickle (and unigrad.save): the values, read now, with dtype, device (a sharded tensor's devices and axis)
@@ -496,7 +500,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             raise TypeError(f"pickle: a {self.dtype} tensor has no numpy dtype to store its values in")
         multi = isinstance(self.device, tuple)
         axis = self.uop.axis if multi else None
-        return _rebuild, (self.numpy(), self.dtype, self.device, axis, bool(self._requires_grad))
+        dev = tuple(str(d) for d in self.device) if multi else str(self.device)  # plain names: any loader reads them
+        return _rebuild, (self.numpy(), self.dtype, dev, axis, bool(self._requires_grad))
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
         """copy.deepcopy(t): the values copied now into a buffer of its own; requires_grad kept and .grad

@@ -196,3 +196,30 @@ def test_assert_close_like_torch():
         unigrad.testing.assert_close(nan, nan)
     unigrad.testing.assert_close(nan, nan, equal_nan=True)
     unigrad.testing.assert_close(Tensor.zeros(0, 3), Tensor.zeros(0, 3))
+
+
+def test_tensor_device_reads_as_torch_device():
+    x = Tensor.ones(2)
+    assert x.device == "CPU" and x.device.type == "cpu" and x.device.index is None
+    assert Tensor.ones(2, device="cpu:1").device.index == 1
+    assert f"{x.device}" == "CPU" and repr(x.device) == "'CPU'"  # prints as the plain name
+
+
+def test_legacy_tensor_types():
+    f = unigrad.FloatTensor([1, 2])
+    assert f.dtype is dtypes.float32 and f.tolist() == [1.0, 2.0]
+    assert unigrad.LongTensor(2, 3).shape == (2, 3) and unigrad.LongTensor(2, 3).dtype is dtypes.int64
+    assert unigrad.ByteTensor([1]).dtype is dtypes.uint8 and unigrad.BoolTensor([1, 0]).tolist() == [True, False]
+    x = Tensor([1.7, -2.2])
+    assert x.type(unigrad.LongTensor).tolist() == [1, -2] and x.type("torch.IntTensor").dtype is dtypes.int32
+    assert x.type() == "torch.FloatTensor" and unigrad.FloatTensor(x).dtype is dtypes.float32
+    with pytest.raises(TypeError, match="FloatTensor"):
+        unigrad.FloatTensor([1], [2])
+
+
+def test_cuda_seeding_is_a_no_op_and_synchronize_raises():
+    unigrad.cuda.manual_seed(0)
+    unigrad.cuda.manual_seed_all(0)
+    unigrad.cuda.empty_cache()
+    with pytest.raises(RuntimeError, match="no CUDA device"):
+        unigrad.cuda.synchronize()

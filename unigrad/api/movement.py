@@ -1532,10 +1532,15 @@ class MovementMixin:
         """Itself (torch moves the storage to shared memory for multiprocessing; unigrad runs in one process)."""
         return self
 
-    def type(self: Tensor, dtype: DType | str | None = None) -> Any:
-        """torch's Tensor.type: with a dtype, this tensor cast to it; without, the type's name ("torch.FloatTensor")."""
+    def type(self: Tensor, dtype: DType | str | Any | None = None) -> Any:
+        """torch's Tensor.type: with a dtype, a legacy type (torch.LongTensor) or its name ("torch.LongTensor"),
+        this tensor cast to it; without, the type's name ("torch.FloatTensor")."""
+        if isinstance(dtype, str) and dtype.startswith("torch.") and dtype.endswith("Tensor"):
+            from unigrad.api import torch_env
+
+            dtype = getattr(torch_env, dtype[len("torch.") :], dtype)
         if dtype is not None:
-            return self.cast(dtype)
+            return self.cast(getattr(dtype, "dtype", dtype))
         from unigrad.tensor import _torch_name
 
         return f"torch.{_torch_name(self.dtype)}Tensor"

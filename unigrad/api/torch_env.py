@@ -2,8 +2,9 @@
 torch.finfo / iinfo, the thread count, seeds, determinism switches and torch.compile.
 
 - `device("cpu")` is a device name (a str subclass holding unigrad's canonical name, "CPU"), so every unigrad call
-  taking a device takes it; `.type` and `.index` read as torch's. A device unigrad lacks ("cuda") can be named
+  taking a device takes it; `.type` and `.index` read as torch's, as they do on a Tensor's `.device`. A device unigrad lacks ("cuda") can be named
   (scripts build one before asking torch.cuda.is_available()); using it raises unigrad's unknown-device error.
+- The legacy tensor types (`torch.FloatTensor(data)`, `x.type(torch.LongTensor)`) make or cast to their dtype.
 - `set_num_threads(n)` sets the THREADS knob (worker threads per kernel); `get_num_threads()` reads what kernels use.
 - `compile(model)` returns the model itself: unigrad already generates, optimizes and caches a kernel for every
   graph; torch.compile's options are accepted and have no effect.
@@ -20,6 +21,7 @@ import numpy as np
 
 from unigrad import config
 from unigrad.dtype import DType, dtypes, to_dtype
+from unigrad.runtime import DeviceName
 
 __all__ = [
     "device",
@@ -36,8 +38,9 @@ __all__ = [
 ]
 
 
-class device(str):
-    """torch.device: device("cpu"), device("cpu", 0), device("cpu:1"), or another device (returned as is)."""
+class device(DeviceName):
+    """torch.device: device("cpu"), device("cpu", 0), device("cpu:1"), or another device (returned as is). A
+    Tensor's .device is a DeviceName (the same .type and .index) that prints as the plain name."""
 
     def __new__(cls, type: Any, index: int | None = None) -> device:  # noqa: A002 - torch's argument name
         if isinstance(type, device) and index is None:
@@ -53,15 +56,6 @@ class device(str):
         if not base or (idx and not idx.isdigit()):
             raise RuntimeError(f"device(): invalid device string {text!r}; expected 'cpu' or 'cpu:N'")
         return super().__new__(cls, text.upper())
-
-    @property
-    def type(self) -> str:
-        return self.partition(":")[0].lower()
-
-    @property
-    def index(self) -> int | None:
-        idx = self.partition(":")[2]
-        return int(idx) if idx else None
 
     def __repr__(self) -> str:
         return f"device(type={self.type!r}" + (f", index={self.index})" if self.index is not None else ")")
@@ -116,6 +110,46 @@ class iinfo:
 
     def __repr__(self) -> str:
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype.name})"
+
+
+class _LegacyTensorType:
+    """torch.FloatTensor and its kin: `FloatTensor([1, 2])` a float32 tensor of the data, `FloatTensor(2, 3)` one
+    of that shape (zeros: torch leaves it uninitialized), `x.type(torch.LongTensor)` a cast."""
+
+    def __init__(self, name: str, dtype: DType) -> None:
+        self.__name__ = self.__qualname__ = name
+        self.dtype = dtype
+
+    def __call__(self, *args: Any, device: Any = None) -> Any:
+        from unigrad.tensor import Tensor
+
+        if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+            return Tensor.zeros(*args, dtype=self.dtype, device=device)
+        if len(args) > 1:
+            raise TypeError(f"{self.__name__}(): expected one sequence of data or ints giving a shape, got {args!r}")
+        data = args[0] if args else []
+        if isinstance(data, Tensor):
+            return data.cast(self.dtype)
+        return Tensor(data, dtype=self.dtype, device=device)
+
+    def __repr__(self) -> str:
+        return f"<class 'torch.{self.__name__}'>"
+
+
+_LEGACY = {
+    "FloatTensor": dtypes.float32,
+    "DoubleTensor": dtypes.float64,
+    "HalfTensor": dtypes.float16,
+    "BFloat16Tensor": dtypes.bfloat16,
+    "LongTensor": dtypes.int64,
+    "IntTensor": dtypes.int32,
+    "ShortTensor": dtypes.int16,
+    "CharTensor": dtypes.int8,
+    "ByteTensor": dtypes.uint8,
+    "BoolTensor": dtypes.bool,
+}
+globals().update({name: _LegacyTensorType(name, dt) for name, dt in _LEGACY.items()})
+__all__ += list(_LEGACY)
 
 
 def set_num_threads(n: int) -> None:

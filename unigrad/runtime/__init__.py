@@ -73,9 +73,26 @@ class Compiled:
         return Target(1, getattr(self.renderer, "vector_bytes", 0), 32)
 
 
+class DeviceName(str):
+    """A canonical device name ("CPU", "CPU:1"), as Tensor.device holds it: a str everywhere, that also reads as a
+    torch.device (`x.device.type == "cpu"`, `.index`)."""
+
+    __slots__ = ()
+
+    @property
+    def type(self) -> str:
+        return self.partition(":")[0].lower()
+
+    @property
+    def index(self) -> int | None:
+        idx = self.partition(":")[2]
+        return int(idx) if idx.isdigit() else None
+
+
 class _DeviceRegistry:
     def __init__(self) -> None:
         self._open: dict[str, Compiled] = {}
+        self._names: dict[str, DeviceName] = {}  # one DeviceName per canonical name
 
     def canonicalize(self, device: Any) -> Any:
         """A device name in canonical form ("cpu:1" -> "CPU:1"); a tuple or list of names is a multi-device
@@ -90,8 +107,10 @@ class _DeviceRegistry:
         d = (device or self.DEFAULT).upper()
         base = d.split(":")[0]
         if base not in DEVICES:
-            raise ValueError(f"unknown device {device!r}; available: {sorted(DEVICES)}")
-        return d
+            raise ValueError(f"unknown device {str(device)!r}; available: {sorted(DEVICES)}")
+        if (name := self._names.get(d)) is None:
+            name = self._names[d] = DeviceName(d)
+        return name
 
     def __getitem__(self, device: str) -> Compiled:
         if (dev := self._open.get(device)) is not None:  # a canonical name already open: every kernel run asks
