@@ -22,6 +22,7 @@ from unigrad import autograd, backends, cuda, testing, utils
 from unigrad.api.torch_env import *  # noqa: F403 - torch.device, Size, finfo, set_num_threads, ...
 from unigrad.api import torch_env
 from unigrad.serialization import load, save
+from unigrad.api.printing import set_printoptions
 from unigrad.utils.data import Generator
 from unigrad.api import linalg  # torch.linalg: unigrad.linalg.inv, ...
 from unigrad.api.linalg import TORCH_NAMES as _LINALG_NAMES
@@ -77,6 +78,7 @@ __all__ = [
     "testing",
     "save",
     "load",
+    "set_printoptions",
 ]
 __all__ += torch_env.__all__
 __all__ += [name for name in torch_functions.__all__ if name not in __all__] + DTYPE_NAMES
