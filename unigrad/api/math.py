@@ -595,6 +595,18 @@ class MathMixin:
         x, dt = _compute(self)
         return ((x > 0).where(x, _expm1((x > 0).where(0.0, x)) * alpha) * gamma).cast(dt)
 
+    def hardshrink(self: Tensor, lambd: float = 0.5) -> Tensor:
+        """x where |x| > lambd, else 0 (torch's Tensor.hardshrink: nn.functional.hardshrink)."""
+        from unigrad.nn.functional import hardshrink
+
+        return hardshrink(self, lambd)
+
+    def prelu(self: Tensor, weight: Tensor) -> Tensor:
+        """x where x > 0, else weight * x, weight per channel (torch's Tensor.prelu: nn.functional.prelu)."""
+        from unigrad.nn.functional import prelu
+
+        return prelu(self, weight)
+
     def gelu(self: Tensor, approximate: str = "tanh") -> Tensor:
         """x * Phi(x): 'tanh' (the default of tinygrad's Tensor.gelu; torch has no Tensor.gelu) is the tanh
         approximation x * sigmoid(2u) = x/2 * (1 + tanh(u)), u = sqrt(2/pi) * (x + 0.044715 x^3); 'none' is

@@ -4,7 +4,7 @@ stack, reshape, split, ...), comparisons (allclose, equal, ...) and the grad-mod
 set_grad_enabled, inference_mode). Each takes torch's signature and delegates to the Tensor method of the same
 meaning; functions torch returns a (values, indices) pair from return one (ValuesIndices).
 
-The names shadow Python builtins here (sum, max, min, abs, all, any, round, pow): this module's own code uses
+The names shadow Python builtins here (sum, max, min, abs, all, any, round, pow, range): this module's own code uses
 `builtins.` for those. The dtype names (float32, long, ...) live in unigrad/__init__.py for the same reason.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -1339,6 +1340,566 @@ def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: float | None
     if y.shape[dim] == 0:
         return y
     return _trapezoid_terms("cumulative_trapezoid", y, x, 1.0 if dx is None else dx, dim).cumsum(dim)
+
+
+# ---------------------------------------------------------------- more creation and random functions
+
+
+def normal(
+    mean: Tensor | float,
+    std: Tensor | float = 1.0,
+    size: Size | None = None,
+    *,
+    generator: Any = None,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """Normal samples, in torch's four forms: normal(mean, std, size) with floats; normal(mean_tensor, std=1.0),
+    normal(mean, std_tensor) and normal(mean_tensor, std_tensor), shaped as the tensors broadcast. The tensor forms
+    are mean + std * randn, so gradients reach mean and std as torch's do. A negative float std raises; a tensor
+    std is not checked (that would read it back)."""
+    if generator is not None:
+        raise NotImplementedError("normal(): generator is not supported; use unigrad.manual_seed")
+    if not isinstance(std, Tensor) and std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    tensors = [x for x in (mean, std) if isinstance(x, Tensor)]
+    if not tensors:
+        if size is None:
+            raise TypeError("normal(): with a float mean and std, the size argument is required")
+        shape = _shape((size,), "normal")
+        return _grad(Tensor.normal(*shape, mean=mean, std=std, dtype=dtype, device=device), requires_grad)
+    if size is not None or dtype is not None:
+        raise TypeError("normal(): size and dtype are taken only with a float mean and std; here the tensors set them")
+    for x in tensors:
+        if not x.dtype.is_float:
+            raise RuntimeError(f"normal expects floating point mean and std, got {x.dtype}")
+    from unigrad.dtype import least_upper_dtype
+    from unigrad.tensor import _broadcast_shape
+
+    dt = least_upper_dtype(*(x.dtype for x in tensors))
+    shape = _broadcast_shape("normal", *(x.shape for x in tensors))
+    noise = Tensor.randn(*shape, dtype=dt, device=tensors[0].device)
+    return noise * std + mean
+
+
+def randint_like(
+    input: Tensor,
+    low: int | None = None,
+    high: int | None = None,
+    *,
+    generator: Any = None,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """Integers in [low, high) in input's shape (and dtype unless given): randint_like(input, high) or
+    randint_like(input, low, high)."""
+    x = _t(input, "randint_like")
+    if generator is not None:
+        raise NotImplementedError("randint_like(): generator is not supported; use unigrad.manual_seed")
+    if high is None:
+        if low is None:
+            raise TypeError("randint_like(): missing the high argument (randint_like(input, low=0, high))")
+        low, high = 0, low
+    low = 0 if low is None else low
+    if high <= low:
+        raise RuntimeError(f"randint_like(): expects 'low' to be less than 'high', but got low={low} >= high={high}")
+    t = Tensor.randint(*x.shape, low=low, high=high, dtype=dtype or x.dtype, device=device or x.device)
+    return _grad(t, requires_grad)
+
+
+def _scalar(value: Any) -> Any:
+    """A Python number, or a one-element Tensor's value (torch's Scalar-or-Tensor bounds)."""
+    return value.item() if isinstance(value, Tensor) else value
+
+
+def logspace(
+    start: Scalar | Tensor,
+    end: Scalar | Tensor,
+    steps: int,
+    base: float = 10.0,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """base ** linspace(start, end, steps). Integer dtypes compute in float64 and truncate, as torch, with powers
+    that land within rounding of an integer taken as that integer."""
+    if steps < 0:
+        raise RuntimeError(f"logspace(): number of steps must be non-negative, got {steps}")
+    dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    start, end = _scalar(start), _scalar(end)
+    if dt.is_float:
+        out = Tensor.linspace(start, end, steps, dtype=dt, device=device).pow(base, reverse=True)
+    else:
+        v = Tensor.linspace(start, end, steps, dtype=dtypes.float64, device=device).pow(base, reverse=True)
+        out = v.isclose(v.round(), rtol=1e-12, atol=0.0).where(v.round(), v.trunc()).cast(dt)
+    return _grad(out, requires_grad)
+
+
+def range(
+    start: Scalar,
+    end: Scalar,
+    step: Scalar = 1,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """torch.range (deprecated there): start, start + step, ... up to end inclusive, floor((end - start) / step) + 1
+    values of the default float dtype even for ints. Shadows the builtin here: this module uses builtins.range."""
+    start, end, step = _scalar(start), _scalar(end), _scalar(step)
+    if step == 0:
+        raise RuntimeError("range(): step must be nonzero")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError(f"range(): upper bound and lower bound inconsistent with step sign ({start}, {end}, {step})")
+    n = int(math.floor((end - start) / step)) + 1
+    dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    ramp = Tensor.arange(n, dtype=dt if dt.is_float else dtypes.int64, device=device)
+    return _grad((ramp * step + start).cast(dt), requires_grad)
+
+
+def scalar_tensor(
+    s: Scalar,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """A 0-d tensor holding s, of the default float dtype unless given (also for int and bool s, as torch)."""
+    if not isinstance(s, (builtins.bool, builtins.int, builtins.float)):
+        raise TypeError(f"scalar_tensor(): argument 's' must be Number, not {type(s).__name__}")
+    t = Tensor.full((), s, dtype=dtype or dtypes.default_float, device=device)
+    return _grad(t, requires_grad)
+
+
+def asarray(
+    obj: Any,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    copy: builtins.bool | None = None,
+    requires_grad: builtins.bool | None = None,
+) -> Tensor:
+    """obj as a tensor: a Tensor itself when dtype and device already match (copy=True clones it, keeping its
+    graph; copy=False raises where a conversion is needed), else as torch.tensor. unigrad cannot alias a numpy
+    array's memory, so copy=False with one copies it (as from_numpy); copy=False with a Python sequence raises,
+    as torch. requires_grad None keeps a Tensor's, False detaches, True makes the result require grad."""
+    if isinstance(obj, Tensor):
+        t = as_tensor(obj, dtype, device)
+        if copy is False and t is not obj:
+            raise ValueError(f"asarray(): can't alias a {obj.dtype} tensor on {obj.device} into {dtype} on {device}")
+        t = obj.clone() if copy and t is obj else t
+    else:
+        if copy is False and not isinstance(obj, np.ndarray) and isinstance(obj, (list, tuple)):
+            raise ValueError("asarray(): can't alias arbitrary sequence into a tensor (copy=False)")
+        t = tensor(obj, dtype, device)
+    if requires_grad is False and t.requires_grad:
+        t = t.detach()
+    return t.requires_grad_() if requires_grad and not t.requires_grad else t
+
+
+def fill(input: Tensor, value: Scalar | Tensor) -> Tensor:
+    """A new tensor of input's shape and dtype filled with value (a number or a 0-d tensor, whose gradient is the
+    sum of the result's)."""
+    x = _t(input, "fill")
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"fill(): only supports 0-dimension value tensor but got tensor with {value.ndim} dims")
+        return value.cast(x.dtype).reshape((1,) * x.ndim).expand(x.shape)
+    return Tensor.full(x.shape, value, dtype=x.dtype, device=x.device)
+
+
+def vander(x: Tensor, N: int | None = None, increasing: builtins.bool = False) -> Tensor:
+    """The Vandermonde matrix (n, N) of 1-D x: columns x^(N-1), ..., x, 1 (increasing=True: 1, x, ..., x^(N-1)),
+    as a cumulative product (exact for ints, differentiable); bool and int x give int64, as torch."""
+    v = _t(x, "vander", "x")
+    if v.ndim != 1:
+        raise RuntimeError(f"vander(): x must be a one-dimensional tensor, got shape {v.shape}")
+    n = v.shape[0]
+    N = n if N is None else N
+    if N < 0:
+        raise RuntimeError(f"vander(): N must be non-negative, got {N}")
+    from unigrad.dtype import least_upper_dtype
+
+    dt = least_upper_dtype(v.dtype, dtypes.int64)
+    if N == 0:
+        return Tensor.zeros(n, 0, dtype=dt, device=v.device)
+    ones_col = Tensor.ones(n, 1, dtype=dt, device=v.device)
+    out = ones_col.cat(v.cast(dt).reshape(n, 1).expand(n, N - 1), dim=1).cumprod(1)
+    return out if increasing else out.flip(1)
+
+
+def combinations(input: Tensor, r: int = 2, with_replacement: builtins.bool = False) -> Tensor:
+    """The length-r combinations of a 1-D tensor's elements as rows (C, r), in itertools.combinations order
+    (combinations_with_replacement with the flag): the index tuples are nonzero() of an r-dim mask i1 < i2 < ...
+    (i1 <= i2 <= ...), computed by a kernel, then gathered. r=0 gives an empty 1-D tensor, as torch."""
+    x = _t(input, "combinations")
+    if x.ndim != 1:
+        raise RuntimeError(f"combinations(): expect a 1D vector, but got shape {x.shape}")
+    if r < 0:
+        raise RuntimeError(f"combinations(): r must be non-negative, got {r}")
+    n = x.shape[0]
+    if r == 0:
+        return x[:0]
+    if n == 0:
+        return Tensor.zeros(0, r, dtype=x.dtype, device=x.device)
+    mask = Tensor.ones(*((n,) * r), dtype=dtypes.bool, device=x.device)
+    axes = [Tensor.arange(n, device=x.device).reshape((1,) * k + (n,) + (1,) * (r - k - 1)) for k in builtins.range(r)]
+    for a, b in zip(axes, axes[1:]):
+        mask = mask & (a <= b if with_replacement else a < b)
+    return x.take_rows(mask.nonzero())
+
+
+def unravel_index(indices: Tensor, shape: int | Sequence[int]) -> tuple[Tensor, ...]:
+    """Flat indices into a tensor of `shape` as one coordinate tensor per dim (each indices' shape, int64):
+    (indices // stride) % size per dim. Indices are not bounds-checked (torch does not either)."""
+    idx = _t(indices, "unravel_index", "indices")
+    if not idx.dtype.is_int or idx.dtype is dtypes.bool:
+        raise TypeError(f"unravel_index(): expected 'indices' to be integer dtype, but got {idx.dtype}")
+    dims = (shape,) if isinstance(shape, builtins.int) else tuple(shape)
+    if not builtins.all(isinstance(d, builtins.int) and not isinstance(d, builtins.bool) for d in dims):
+        raise TypeError(f"unravel_index(): expected 'shape' to be int or sequence of ints, but got {shape!r}")
+    if builtins.any(d < 0 for d in dims):
+        raise ValueError(f"unravel_index(): 'shape' cannot have negative values, but got {dims}")
+    i64 = idx.cast(dtypes.int64)
+    if 0 in dims and idx.numel() > 0:
+        raise RuntimeError(f"unravel_index(): indices out of range for the empty shape {dims}")
+    strides = [int(np.prod(dims[k + 1 :])) for k in builtins.range(len(dims))]
+    return tuple(i64.floor_divide(s).remainder(d) if d else i64 for s, d in zip(strides, dims))
+
+
+def rsub(input: Tensor, other: Tensor | Scalar, alpha: Scalar = 1) -> Tensor:
+    """other - alpha * input (sub with the operands swapped)."""
+    return sub(other, _t(input, "rsub"), alpha=alpha)
+
+
+# ---------------------------------------------------------------- window functions
+
+
+def _window_ramp(
+    fn: str, window_length: int, periodic: builtins.bool, dtype: Any, device: Any
+) -> tuple[Tensor, int] | Tensor:
+    """The sample positions 0..M-1 of a window (M = window_length + 1 when periodic, the last sample dropped after),
+    or the finished window for lengths 0 and 1 (empty, [1.]), as torch."""
+    if not isinstance(window_length, builtins.int) or window_length < 0:
+        raise RuntimeError(f"{fn} requires non-negative window_length, got window_length={window_length}")
+    dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
+    if not dt.is_float:
+        raise RuntimeError(f"{fn} expects floating point dtypes, got: {dt}")
+    if window_length <= 1:
+        return Tensor.ones(window_length, dtype=dt, device=device)
+    m = window_length + 1 if periodic else window_length
+    return Tensor.arange(m, dtype=dt, device=device), m
+
+
+def _cosine_window(
+    fn: str, window_length: int, periodic: builtins.bool, coefs: Sequence[float], dtype: Any, device: Any
+) -> Tensor:
+    """sum_k coefs[k] * cos(2 pi k n / (M - 1)): the generalized cosine windows (hann, hamming, blackman)."""
+    ramp = _window_ramp(fn, window_length, periodic, dtype, device)
+    if isinstance(ramp, Tensor):
+        return ramp
+    n, m = ramp
+    phase = n * (2 * math.pi / (m - 1))
+    out = builtins.sum(((phase * k).cos() * c for k, c in enumerate(coefs[1:], 1)), n.full_like(coefs[0]))
+    return out[:window_length]
+
+
+def hann_window(
+    window_length: int,
+    periodic: builtins.bool = True,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """0.5 - 0.5 cos(2 pi n / (M - 1))."""
+    return _grad(_cosine_window("hann_window", window_length, periodic, (0.5, -0.5), dtype, device), requires_grad)
+
+
+def hamming_window(
+    window_length: int,
+    periodic: builtins.bool = True,
+    alpha: float = 0.54,
+    beta: float = 0.46,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """alpha - beta cos(2 pi n / (M - 1))."""
+    w = _cosine_window("hamming_window", window_length, periodic, (alpha, -beta), dtype, device)
+    return _grad(w, requires_grad)
+
+
+def blackman_window(
+    window_length: int,
+    periodic: builtins.bool = True,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """0.42 - 0.5 cos(2 pi n / (M - 1)) + 0.08 cos(4 pi n / (M - 1))."""
+    w = _cosine_window("blackman_window", window_length, periodic, (0.42, -0.5, 0.08), dtype, device)
+    return _grad(w, requires_grad)
+
+
+def bartlett_window(
+    window_length: int,
+    periodic: builtins.bool = True,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """The triangle 1 - |2n / (M - 1) - 1|."""
+    ramp = _window_ramp("bartlett_window", window_length, periodic, dtype, device)
+    if isinstance(ramp, Tensor):
+        return _grad(ramp, requires_grad)
+    n, m = ramp
+    return _grad((1 - (n * (2 / (m - 1)) - 1).abs())[:window_length], requires_grad)
+
+
+def kaiser_window(
+    window_length: int,
+    periodic: builtins.bool = True,
+    beta: float = 12.0,
+    *,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
+) -> Tensor:
+    """i0(beta * sqrt(1 - ((n - a) / a)^2)) / i0(beta), a = (M - 1) / 2 (Tensor.i0, the Bessel function)."""
+    ramp = _window_ramp("kaiser_window", window_length, periodic, dtype, device)
+    if isinstance(ramp, Tensor):
+        return _grad(ramp, requires_grad)
+    n, m = ramp
+    a = (m - 1) / 2
+    arg = (1 - ((n - a) / a).square()).maximum(0).sqrt() * beta
+    return _grad((arg.i0() / n.full_like(beta).i0())[:window_length], requires_grad)
+
+
+# ---------------------------------------------------------------- torch's top-level spellings of nn.functional
+
+
+def _functional() -> Any:
+    """unigrad.nn.functional, imported on first use (unigrad's startup does not import nn)."""
+    from unigrad.nn import functional
+
+    return functional
+
+
+# torch's top-level losses take reduction as an int (at::Reduction); strings are accepted too
+_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+
+
+def _reduction(fn: str, reduction: int | str) -> str:
+    if isinstance(reduction, str) and reduction in _REDUCTIONS.values():
+        return reduction
+    if isinstance(reduction, builtins.int) and not isinstance(reduction, builtins.bool) and reduction in _REDUCTIONS:
+        return _REDUCTIONS[reduction]
+    raise ValueError(f"{fn}(): reduction must be 0 (none), 1 (mean) or 2 (sum), got {reduction!r}")
+
+
+def _stride(stride: Any) -> Any:
+    """torch's pooling default stride=[] (the kernel size) as nn.functional's None."""
+    return None if stride is None or (isinstance(stride, (list, tuple)) and not stride) else stride
+
+
+def _alias(name: str) -> Callable[..., Any]:
+    """torch.<name>(...) as unigrad.nn.functional.<name>(...), for the names whose two signatures agree."""
+
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        return getattr(_functional(), name)(*args, **kwargs)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.{name}(...): unigrad.nn.functional.{name}(...), the same signature."
+    return fn
+
+
+# torch's top-level functions whose signature is nn.functional's
+FUNCTIONAL_ALIASES = """
+conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d avg_pool1d pixel_shuffle pixel_unshuffle
+channel_shuffle bilinear prelu hardshrink rms_norm
+""".split()
+for _name in FUNCTIONAL_ALIASES:
+    globals()[_name] = _alias(_name)
+
+
+def _max_pool(name: str) -> Callable[..., Tensor]:
+    """torch.max_pool{1,2,3}d: nn.functional's without return_indices, stride [] meaning the kernel size."""
+
+    def fn(
+        input: Tensor,
+        kernel_size: Size,
+        stride: Size | None = None,
+        padding: Size = 0,
+        dilation: Size = 1,
+        ceil_mode: builtins.bool = False,
+    ) -> Tensor:
+        return getattr(_functional(), name)(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.{name}: unigrad.nn.functional.{name} without return_indices."
+    return fn
+
+
+max_pool1d = _max_pool("max_pool1d")
+max_pool2d = _max_pool("max_pool2d")
+max_pool3d = _max_pool("max_pool3d")
+
+
+def selu(input: Tensor) -> Tensor:
+    return _functional().selu(input)
+
+
+def celu(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return _functional().celu(input, alpha)
+
+
+def threshold(input: Tensor, threshold: float, value: float) -> Tensor:
+    return _functional().threshold(input, threshold, value)
+
+
+def alpha_dropout(input: Tensor, p: float, train: builtins.bool) -> Tensor:
+    return _functional().alpha_dropout(input, p, train)
+
+
+def feature_alpha_dropout(input: Tensor, p: float, train: builtins.bool) -> Tensor:
+    return _functional().feature_alpha_dropout(input, p, train)
+
+
+# torch's top-level losses: reduction is an int, and torch's Python binding defaults it to 0 (none), not the
+# schema's Mean; these follow what torch returns
+
+
+def cosine_embedding_loss(
+    input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int | str = 0
+) -> Tensor:
+    red = _reduction("cosine_embedding_loss", reduction)
+    return _functional().cosine_embedding_loss(input1, input2, target, margin, reduction=red)
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, reduction: int | str = 0) -> Tensor:
+    red = _reduction("hinge_embedding_loss", reduction)
+    return _functional().hinge_embedding_loss(input, target, margin, reduction=red)
+
+
+def margin_ranking_loss(
+    input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, reduction: int | str = 0
+) -> Tensor:
+    red = _reduction("margin_ranking_loss", reduction)
+    return _functional().margin_ranking_loss(input1, input2, target, margin, reduction=red)
+
+
+def triplet_margin_loss(
+    anchor: Tensor,
+    positive: Tensor,
+    negative: Tensor,
+    margin: float = 1.0,
+    p: float = 2.0,
+    eps: float = 1e-6,
+    swap: builtins.bool = False,
+    reduction: int | str = 0,
+) -> Tensor:
+    red = _reduction("triplet_margin_loss", reduction)
+    return _functional().triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction=red)
+
+
+def poisson_nll_loss(
+    input: Tensor, target: Tensor, log_input: builtins.bool, full: builtins.bool, eps: float, reduction: int | str
+) -> Tensor:
+    red = _reduction("poisson_nll_loss", reduction)
+    return _functional().poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=red)
+
+
+def kl_div(input: Tensor, target: Tensor, reduction: int | str = 0, *, log_target: builtins.bool = False) -> Tensor:
+    """Pointwise target * (log target - input); reduction 1 (mean) averages every element, as torch."""
+    red = _reduction("kl_div", reduction)
+    return _functional().kl_div(input, target, reduction=red, log_target=log_target)
+
+
+def binary_cross_entropy_with_logits(
+    input: Tensor,
+    target: Tensor,
+    weight: Tensor | None = None,
+    pos_weight: Tensor | None = None,
+    reduction: int | str = 0,
+) -> Tensor:
+    """pos_weight comes before reduction here (nn.functional has it last)."""
+    red = _reduction("binary_cross_entropy_with_logits", reduction)
+    F = _functional()
+    return F.binary_cross_entropy_with_logits(input, target, weight, reduction=red, pos_weight=pos_weight)
+
+
+def layer_norm(
+    input: Tensor,
+    normalized_shape: Size,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+    cudnn_enable: builtins.bool = True,
+) -> Tensor:
+    return _functional().layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def group_norm(
+    input: Tensor,
+    num_groups: int,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+    cudnn_enabled: builtins.bool = True,
+) -> Tensor:
+    return _functional().group_norm(input, num_groups, weight, bias, eps)
+
+
+def instance_norm(
+    input: Tensor,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    use_input_stats: builtins.bool,
+    momentum: float,
+    eps: float,
+    cudnn_enabled: builtins.bool,
+) -> Tensor:
+    """nn.functional.instance_norm with torch's top-level order: weight and bias before the running stats."""
+    F = _functional()
+    return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+
+
+def batch_norm(
+    input: Tensor,
+    weight: Tensor | None,
+    bias: Tensor | None,
+    running_mean: Tensor | None,
+    running_var: Tensor | None,
+    training: builtins.bool,
+    momentum: float,
+    eps: float,
+    cudnn_enabled: builtins.bool,
+) -> Tensor:
+    """nn.functional.batch_norm with torch's top-level order: weight and bias before the running stats."""
+    F = _functional()
+    return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def embedding(
+    weight: Tensor,
+    indices: Tensor,
+    padding_idx: int = -1,
+    scale_grad_by_freq: builtins.bool = False,
+    sparse: builtins.bool = False,
+) -> Tensor:
+    """weight's rows at indices: nn.functional.embedding with the arguments reversed, as torch's top level; a
+    negative padding_idx means none (torch's -1)."""
+    pad = None if padding_idx < 0 else padding_idx
+    return _functional().embedding(indices, weight, pad, scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
 
 
 # every public function and grad-mode class defined here
