@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import unigrad as u
+from test.api.test_torch_compositions import check_grads
 from unigrad import Tensor
 
 rng = np.random.default_rng(0)
@@ -29,19 +30,6 @@ def check(ours, ref, atol: float = 1e-5, rtol: float = 1e-4) -> None:
     assert ours.shape == tuple(ref.shape), (ours.shape, tuple(ref.shape))
     assert ours.dtype.name == str(ref.dtype).removeprefix("torch."), (ours.dtype, ref.dtype)
     np.testing.assert_allclose(ours.numpy(), ref.detach().numpy(), atol=atol, rtol=rtol, equal_nan=True)
-
-
-def check_grads(fn_ours, fn_torch, *arrays: np.ndarray, atol: float = 1e-4) -> None:
-    """Forward and the input gradients (through a random projection of the output) equal torch's."""
-    ours = [Tensor(a, requires_grad=True) for a in arrays]
-    refs = [torch.tensor(a, requires_grad=True) for a in arrays]
-    out, ref = fn_ours(*ours), fn_torch(*refs)
-    check(out, ref, atol)
-    proj = rng.standard_normal(tuple(ref.shape)).astype(np.float32)
-    (out * Tensor(proj)).sum().backward()
-    (ref * torch.from_numpy(proj)).sum().backward()
-    for o, r in zip(ours, refs):
-        np.testing.assert_allclose(o.grad.numpy(), r.grad.numpy(), atol=atol, rtol=1e-3)
 
 
 def torch_range(*args, **kw):
