@@ -16,6 +16,7 @@ import collections
 import io
 import os
 import pickle
+import tempfile
 from typing import IO, Any
 
 from unigrad.tensor import Tensor
@@ -78,13 +79,10 @@ def load(
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as src:
             data = src.read()
-        if data[:4] == b"PK\x03\x04":  # PyTorch's zip checkpoint: read as data, whatever weights_only says
-            from unigrad.nn.state import torch_load
-
-            target = None if map_location is None or callable(map_location) else _device_name(map_location)
-            return torch_load(f, target)
     else:
         data = f.read()
+    if data[:4] == b"PK\x03\x04":  # PyTorch's zip checkpoint: read as data, whatever weights_only says
+        return _torch_checkpoint(f, data, map_location)
     if weights_only is False:
         obj = pickle.loads(data)
     else:
@@ -92,11 +90,36 @@ def load(
     return obj if map_location is None or callable(map_location) else _moved(obj, _device_name(map_location))
 
 
+def _torch_checkpoint(f: Any, data: bytes, map_location: Any) -> Any:
+    """A torch.save zip through nn.state.torch_load (which maps a file: a file object's bytes go to a temporary
+    one)."""
+    from unigrad.nn.state import torch_load
+
+    target = None if map_location is None or callable(map_location) else _device_name(map_location)
+    if isinstance(f, (str, os.PathLike)):
+        return torch_load(f, target)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "checkpoint.pt")
+        with open(path, "wb") as out:
+            out.write(data)
+        loaded = torch_load(path, target)
+        Tensor.realize(*_tensors(loaded))  # in buffers of their own before the file goes
+        return loaded
+
+
 def _device_name(location: Any) -> str:
     from unigrad.runtime import Device
 
     name = str(getattr(location, "type", location))
     return Device.canonicalize(name)  # type: ignore[return-value]
+
+
+def _tensors(obj: Any) -> list[Tensor]:
+    """The tensors in obj (through dicts, lists, tuples)."""
+    if isinstance(obj, Tensor):
+        return [obj]
+    items = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else ()
+    return [t for v in items for t in _tensors(v)]
 
 
 def _moved(obj: Any, device: str) -> Any:

@@ -223,3 +223,11 @@ def test_cuda_seeding_is_a_no_op_and_synchronize_raises():
     unigrad.cuda.empty_cache()
     with pytest.raises(RuntimeError, match="no CUDA device"):
         unigrad.cuda.synchronize()
+
+
+def test_load_reads_a_pytorch_checkpoint_from_a_file_object():
+    buf = io.BytesIO()
+    torch.save({"w": torch.arange(4.0), "nested": [torch.ones(2, dtype=torch.int32)]}, buf)
+    buf.seek(0)
+    back = unigrad.load(buf, map_location="cpu")
+    assert back["w"].tolist() == [0.0, 1.0, 2.0, 3.0] and back["nested"][0].dtype is dtypes.int32
