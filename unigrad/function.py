@@ -102,7 +102,7 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
         outs = []
         for i, device in enumerate(traced.devices):
             out = Tensor(UOp(Ops.GETTUPLE, (fn,), i), device=device)
-            if traced.closure_grad[i] or any(t.requires_grad for t in tensors):
+            if traced.closure_grad[i] or any(t._requires_grad for t in tensors):  # tracked now (not undecided)
                 out._join_autograd()
             outs.append(out)
         return tree_fill(traced.structure, outs)
@@ -129,7 +129,7 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
         body = UOp(Ops.TUPLE, tuple(o.uop for o in outs))
         devices = tuple(o.device for o in outs)
         rule = None if self.backward is None else self._rule(structure, [t.device for t in tensors], devices)
-        return Traced(body, out_structure, tuple(bool(o.requires_grad) for o in outs), devices, rule)
+        return Traced(body, out_structure, tuple(bool(o._requires_grad) for o in outs), devices, rule)
 
     def _rule(self, structure: Any, in_devices: list[str], out_devices: tuple[str, ...]) -> Callable[..., Any]:
         """The UOp-level gradient rule of one trace: `backward(grad, *args, **kwargs)` on Tensors (grad: the output's

@@ -794,8 +794,13 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     # ---------------------------------------------------------------- autograd
     @property
     def requires_grad(self) -> bool | None:
-        """True for a leaf the user marked and for every float result built from one (outside no_grad)."""
-        return self._requires_grad
+        """True for a leaf the user marked and for every float result built from one (outside no_grad), and for a
+        module's parameter not decided yet (torch's parameters require grad; unigrad's track nothing until an
+        optimizer or a backward() turns them on, so a forward pass builds no autograd state)."""
+        v = self._requires_grad
+        if v is None and _undecided and _undecided.get(id(self)) is self:
+            return True
+        return v
 
     @requires_grad.setter
     def requires_grad(self, value: bool | None) -> None:
@@ -811,6 +816,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
                     "get a tensor that does not require grad"
                 )
             del _leaves[id(self)]
+        if value is not None:
+            _undecided.pop(id(self), None)  # decided
         self._requires_grad = value
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:

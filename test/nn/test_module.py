@@ -698,7 +698,8 @@ def test_backward_without_optimizer_fills_parameter_grads(realized):
     tmod = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Tanh(), torch.nn.Linear(4, 3))
     ours = nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3))
     ours.load_state_dict({k: Tensor(v.detach().numpy().copy()) for k, v in tmod.state_dict().items()})
-    assert all(p.requires_grad is None for p in ours.parameters())  # unigrad's default: undecided
+    assert all(p.requires_grad and p._requires_grad is None for p in ours.parameters())  # undecided: reads True
+    assert sum(p.numel() for p in ours.parameters() if p.requires_grad) == 5 * 4 + 4 + 4 * 3 + 3  # torch's count
     if realized:
         Tensor.realize(*ours.parameters())
     ours[2].bias.requires_grad_(False)

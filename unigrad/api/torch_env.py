@@ -2,8 +2,9 @@
 torch.finfo / iinfo, the thread count, seeds, determinism switches and torch.compile.
 
 - `device("cpu")` is a device name (a str subclass holding unigrad's canonical name, "CPU"), so every unigrad call
-  taking a device takes it; `.type` and `.index` read as torch's, as they do on a Tensor's `.device`. A device unigrad lacks ("cuda") can be named
-  (scripts build one before asking torch.cuda.is_available()); using it raises unigrad's unknown-device error.
+  taking a device takes it; `.type` and `.index` read as torch's, as they do on a Tensor's `.device`. A device
+  unigrad lacks ("cuda") can be named (scripts build one before asking torch.cuda.is_available()); using it raises
+  unigrad's unknown-device error.
 - The legacy tensor types (`torch.FloatTensor(data)`, `x.type(torch.LongTensor)`) make or cast to their dtype.
 - `set_num_threads(n)` sets the THREADS knob (worker threads per kernel); `get_num_threads()` reads what kernels use.
 - `compile(model)` returns the model itself: unigrad already generates, optimizes and caches a kernel for every

@@ -7,9 +7,9 @@ bias, running_mean, ...) and their layouts PyTorch's: Linear's weight is (out, i
 defaults. Train-time behaviour (batch statistics, dropout) follows each module's `training` flag, which follows
 the class-wide `Tensor.training` (tinygrad's switch) until `.train()` / `.eval()` set it.
 
-Parameters start with requires_grad None (an optimizer turns it on, as tinygrad's do, or the first backward()
-that reaches them, as torch's require grad from the start); buffers (running statistics) have requires_grad
-False. Constant-initialized tensors get their own buffer (copied in), so two layers never share one:
+Parameters start undecided: they read requires_grad True (torch's), but track nothing until an optimizer (as
+tinygrad's) or the first backward() that reaches them turns them on; buffers (running statistics) have
+requires_grad False. Constant-initialized tensors get their own buffer (copied in), so two layers never share one:
 hash-consing would make two lazy Tensor.ones(n) the same node.
 
 The activation, pooling, padding, resampling and loss modules are thin wrappers over unigrad.nn.functional with

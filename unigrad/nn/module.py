@@ -20,10 +20,10 @@ What a module owns, and how each tensor is classified:
 is True for a float leaf tensor whose requires_grad is not False. `copy.deepcopy(module)` copies every parameter
 and buffer into a buffer of its own (keeping ties between them).
 
-Parameters keep requires_grad None until an optimizer turns it on (or `Parameter(t)` / `requires_grad_()` do),
-as unigrad's layers always have: a forward pass outside training builds no autograd state. A `backward()` from a
-result that requires no grad turns on the parameters its graph reads (torch's parameters require grad from the
-start), so `loss.backward()` before any optimizer exists fills their .grad.
+Parameters are undecided until an optimizer turns them on (or `Parameter(t)` / `requires_grad_()` do): they
+read `requires_grad` True, as torch's, but track nothing, so a forward pass outside training builds no autograd
+state (its results read requires_grad None). A `backward()` from such a result turns on the parameters its
+graph reads, so `loss.backward()` before any optimizer exists fills their .grad.
 
 Train mode: each module has a `training` flag. A module whose mode was never set follows the class-wide
 `Tensor.training` (tinygrad's switch); after `.train()` / `.eval()` (which set the whole subtree) its own
@@ -362,16 +362,16 @@ class Module:
         _check_name(self, name, "buffer")
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (Tensor or None)")
-        if tensor is not None and tensor.requires_grad is None:
-            tensor.requires_grad = False
+        if tensor is not None and tensor._requires_grad is None:
+            tensor.requires_grad = False  # also no longer an undecided parameter
         self._names("_param_names").discard(name)
         self._names("_buffer_names").add(name)
         (self._names("_non_persistent").discard if persistent else self._names("_non_persistent").add)(name)
         object.__setattr__(self, name, tensor)
 
     def register_parameter(self, name: str, param: Tensor | None) -> None:
-        """A tensor attribute that is trained (its requires_grad is left as it is: None is turned on by an
-        optimizer, as for every unigrad layer)."""
+        """A tensor attribute that is trained (its requires_grad is left as it is: an undecided one, None, reads True
+        and is turned on by an optimizer or a backward(), as for every unigrad layer)."""
         _check_name(self, name, "parameter")
         if param is not None and not isinstance(param, Tensor):
             raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' (Tensor or None)")

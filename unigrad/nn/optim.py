@@ -197,7 +197,7 @@ class Optimizer:
         if any(id(t) in seen for t in tensors):
             raise ValueError(f"{type(self).__name__}: some parameters appear in more than one parameter group")
         for t in tensors:
-            if t.requires_grad is None:
+            if t._requires_grad is None:  # undecided (a module's parameter reads True until then): decided here
                 t.requires_grad = t.dtype.is_float  # an integer tensor can only be a buffer
         trainable = [t for t in tensors if t.requires_grad]
         self.buffers += [t for t in tensors if not t.requires_grad]

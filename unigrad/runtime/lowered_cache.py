@@ -7,8 +7,9 @@ device compiler's own cache (CACHEDIR/cpu) then finds the binary too.
 
 An entry is a pickle (UOps pickle as their constructor calls, so the LINEAR is rebuilt through hash-consing and
 DTypes come back as the interned ones) under CACHEDIR/lowered/<key>.pkl, where the key hashes the kernel's whole
-structure (ir.text.structure: every node, not repr's shortened listing), the device, its renderer and Target, the knobs that decide the opts (NOOPT), and the version of unigrad's
-code (each source file's size and modification time: an edit anywhere gives new keys, never a stale lowering).
+structure (ir.text.structure: every node, not repr's shortened listing), the device, its renderer and Target, the
+knobs that decide the opts (NOOPT), and the version of unigrad's code (each source file's size and modification
+time: an edit anywhere gives new keys, never a stale lowering).
 Off with DISABLE_COMPILER_CACHE, under BEAM (the search keeps its own cache of opts) and under SPEC or DEBUG >= 3
 (they verify or print what each stage makes). An entry that cannot be read is a miss; one that cannot be pickled
 (a graph deeper than the recursion limit) is not written.
