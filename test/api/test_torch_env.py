@@ -231,3 +231,9 @@ def test_load_reads_a_pytorch_checkpoint_from_a_file_object():
     buf.seek(0)
     back = unigrad.load(buf, map_location="cpu")
     assert back["w"].tolist() == [0.0, 1.0, 2.0, 3.0] and back["nested"][0].dtype is dtypes.int32
+
+
+def test_module_cuda_says_there_is_no_cuda():
+    with pytest.raises(RuntimeError, match="Linear.cuda: unigrad has no CUDA device"):
+        nn.Linear(2, 2).cuda()
+    assert nn.Linear(2, 2).cpu().weight.device == "CPU"

@@ -463,6 +463,13 @@ class Module:
     def cpu(self) -> Module:
         return self.to("CPU")
 
+    def cuda(self, device: Any = None) -> Module:
+        raise RuntimeError(
+            f"{self._get_name()}.cuda: unigrad has no CUDA device (unigrad.cuda.is_available() is False); keep the "
+            "module on the CPU, or move it with .to(device) where device = 'cuda' if torch.cuda.is_available() else "
+            "'cpu'"
+        )
+
     def float(self) -> Module:
         return self.to(dtypes.float32)
 
