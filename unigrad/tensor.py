@@ -1844,6 +1844,23 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     def __int__(self) -> int:
         return int(self.item())
 
+    def __index__(self) -> int:
+        """A one-element integer tensor as a Python index (`items[t]`, `range(t)`), as torch."""
+        if self.dtype.is_float or self.dtype is dtypes.bool or self.numel() != 1:
+            raise TypeError(
+                f"only integer tensors of a single element can be converted to an index (got {self.dtype}, "
+                f"shape {self.shape})"
+            )
+        return int(self.item())
+
+    def __format__(self, spec: str) -> str:
+        """f"{t:.2f}": a 0-d tensor formats its value (torch's rule); others take only an empty spec."""
+        if not spec:
+            return str(self)
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        raise TypeError(f"unsupported format string {spec!r} passed to a Tensor of shape {self.shape}")
+
 
 def _arange_uop(start: int | float, stop: int | float, step: int | float, dt: DType) -> UOp:
     """Tensor.arange's graph (constants and views: on no device): element i is the sum of its binary digits, each

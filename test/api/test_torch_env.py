@@ -237,3 +237,17 @@ def test_module_cuda_says_there_is_no_cuda():
     with pytest.raises(RuntimeError, match="Linear.cuda: unigrad has no CUDA device"):
         nn.Linear(2, 2).cuda()
     assert nn.Linear(2, 2).cpu().weight.device == "CPU"
+
+
+def test_index_and_format_like_torch():
+    items = list(range(10))
+    assert items[unigrad.tensor(2)] == items[torch.tensor(2)] == 2 and len(range(unigrad.tensor([3]))) == 3
+    with pytest.raises(TypeError, match="only integer tensors of a single element"):
+        items[unigrad.tensor(1.0)]
+    assert f"{unigrad.tensor(1.5):.2f}" == f"{torch.tensor(1.5):.2f}" == "1.50"
+    assert f"{unigrad.tensor([1, 2])}" == f"{torch.tensor([1, 2])}" == "tensor([1, 2])"
+    for value in ([1.0, 2.0], [2.25]):  # not 0-d: refused, as torch
+        with pytest.raises(TypeError, match="format"):
+            f"{unigrad.tensor(value):.2f}"
+        with pytest.raises(TypeError, match="format"):
+            f"{torch.tensor(value):.2f}"
