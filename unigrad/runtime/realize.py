@@ -274,12 +274,32 @@ def _lower_precompiled(sink: UOp, device: str, var_vals: dict[str, int]) -> UOp:
 
 @record
 class CompiledKernel:
+    """A kernel ready to run. flops and mem (for DEBUG=2's rates) are counted from the LINEAR when first asked."""
+
     name: str
     program: Any
     linear: UOp
     source: str
-    flops: int
-    mem: int
+    _stats: tuple[int, int] | None = None
+
+    @property
+    def flops(self) -> int:
+        return self._counted()[0]
+
+    @property
+    def mem(self) -> int:
+        """Bytes of the global buffers it takes (static sizes)."""
+        return self._counted()[1]
+
+    def _counted(self) -> tuple[int, int]:
+        if self._stats is None:
+            mem = sum(
+                u.shape[0] * u.dtype.itemsize
+                for u in self.linear.src
+                if u.op is Ops.PARAM and u.arg.addrspace is AddrSpace.GLOBAL and isinstance(u.shape[0], int)
+            )
+            self._stats = (_count(self.linear), mem)
+        return self._stats
 
 
 def _count(linear: UOp) -> int:
@@ -384,12 +404,7 @@ def _build_kernel(key: tuple, device: str, lowered: Lowered) -> CompiledKernel:
     """Compile (or find in the compiler's cache) and load a lowered kernel; cached under `key`."""
     name, linear, src = lowered.name, lowered.linear, lowered.src
     _, program = Device[device].build(name, src, lowered.sig, linear)  # type: ignore[attr-defined]
-    mem = sum(
-        u.shape[0] * u.dtype.itemsize
-        for u in linear.src
-        if u.op is Ops.PARAM and u.arg.addrspace is AddrSpace.GLOBAL and isinstance(u.shape[0], int)
-    )
-    ck = _program_cache[key] = CompiledKernel(name, program, linear, src, _count(linear), mem)
+    ck = _program_cache[key] = CompiledKernel(name, program, linear, src)
     return ck
 
 
