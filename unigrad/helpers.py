@@ -6,6 +6,9 @@ import contextlib
 import gc
 import itertools
 import operator
+import os
+import pathlib
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import MISSING, Field, FrozenInstanceError, field
 from typing import Any, TypeVar, dataclass_transform
@@ -177,3 +180,18 @@ class RemovableHandle:
 
     def __exit__(self, *exc: object) -> None:
         self.remove()
+
+
+def write_atomic(path: pathlib.Path, data: bytes) -> None:
+    """Write a disk-cache entry so that a process reading it sees all of it or none (a parallel process may write the
+    same one): a temporary file beside it, then renamed. Raises OSError; the temporary file is removed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=path.suffix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -17,6 +17,7 @@ import io
 import os
 import pickle
 import tempfile
+from collections.abc import Callable
 from typing import IO, Any
 
 from unigrad.tensor import Tensor
@@ -102,9 +103,7 @@ def _torch_checkpoint(f: Any, data: bytes, map_location: Any) -> Any:
         path = os.path.join(tmp, "checkpoint.pt")
         with open(path, "wb") as out:
             out.write(data)
-        loaded = torch_load(path, target)
-        Tensor.realize(*_tensors(loaded))  # in buffers of their own before the file goes
-        return loaded
+        return _map_tensors(torch_load(path, target), Tensor.realize)  # in buffers of their own before the file goes
 
 
 def _device_name(location: Any) -> str:
@@ -114,22 +113,19 @@ def _device_name(location: Any) -> str:
     return Device.canonicalize(name)  # type: ignore[return-value]
 
 
-def _tensors(obj: Any) -> list[Tensor]:
-    """The tensors in obj (through dicts, lists, tuples)."""
-    if isinstance(obj, Tensor):
-        return [obj]
-    items = obj.values() if isinstance(obj, dict) else obj if isinstance(obj, (list, tuple)) else ()
-    return [t for v in items for t in _tensors(v)]
-
-
 def _moved(obj: Any, device: str) -> Any:
-    """obj with every tensor in it (through dicts, lists, tuples) on `device`."""
+    """obj with every tensor in it (through dicts, lists, tuples) on `device`, in a buffer of its own."""
+    return _map_tensors(obj, lambda t: (t if t.device == device else t.to(device)).realize())
+
+
+def _map_tensors(obj: Any, fn: Callable[[Tensor], Tensor]) -> Any:
+    """obj with fn applied to every tensor in it (through dicts, lists and plain tuples)."""
     if isinstance(obj, Tensor):
-        return obj if obj.device == device else obj.to(device).realize()
+        return fn(obj)
     if isinstance(obj, collections.OrderedDict):
-        return collections.OrderedDict((k, _moved(v, device)) for k, v in obj.items())
+        return collections.OrderedDict((k, _map_tensors(v, fn)) for k, v in obj.items())
     if isinstance(obj, dict):
-        return {k: _moved(v, device) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_moved(v, device) for v in obj) if not hasattr(obj, "_fields") else obj
+        return {k: _map_tensors(v, fn) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):  # a namedtuple is kept as it is
+        return type(obj)(_map_tensors(v, fn) for v in obj)
     return obj

@@ -18,7 +18,6 @@ import math
 import os
 import pathlib
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from unigrad import config
+from unigrad.helpers import write_atomic
 from unigrad.dtype import DType, dtypes
 from unigrad.ir.args import AddrSpace, AxisType, KernelInfo
 from unigrad.ir.ops import Ops
@@ -228,11 +228,7 @@ def save_opts(key: str, opts: tuple[Opt, ...]) -> None:
     path = _cache_path(key)
     if path is None:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".json", dir=path.parent)
-    with os.fdopen(fd, "w") as f:
-        json.dump({"opts": [opt_to_json(o) for o in opts]}, f)
-    os.replace(tmp, path)  # atomic: a process reading the entry sees all of it or none
+    write_atomic(path, json.dumps({"opts": [opt_to_json(o) for o in opts]}).encode())
 
 
 def opt_to_json(opt: Opt) -> list:

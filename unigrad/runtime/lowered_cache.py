@@ -22,9 +22,9 @@ import hashlib
 import os
 import pathlib
 import pickle
-import tempfile
 
 from unigrad import config
+from unigrad.helpers import write_atomic
 from unigrad.ir.text import structure
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize.opts import Target
@@ -83,14 +83,7 @@ def save(k: str, lowered: Lowered) -> None:
         data = pickle.dumps(lowered, protocol=pickle.HIGHEST_PROTOCOL)
     except (RecursionError, pickle.PicklingError, TypeError, AttributeError):
         return
-    path = _path(k)
-    tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(suffix=".pkl", dir=path.parent)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        write_atomic(_path(k), data)
     except OSError:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
+        return
