@@ -368,7 +368,15 @@ def _rewrite_recursive(
             return r
         src = u.src
         nu = u
-        if src:
+        if len(src) == 2:  # most nodes: no tuple built unless a source changed, a done source costs no call
+            a, b = src
+            na, nb = done_get(a) or rw(a), done_get(b) or rw(b)
+            if na is not a or nb is not b:
+                nu = UOp(u.op, (na, nb), u.arg, u.tag)
+                if (r := done_get(nu)) is not None:
+                    done[u] = r
+                    return r
+        elif src:
             new_src = tuple(map(rw, src))
             if new_src != src:
                 nu = UOp(u.op, new_src, u.arg, u.tag)
