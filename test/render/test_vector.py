@@ -178,7 +178,7 @@ def test_streaming_kernel_of_any_width_compiles_and_runs(vector_bytes: int, regi
     finally:
         dev.renderer = old
     assert (f"nt_store{vector_bytes}(" in lowered.src) is (vector_bytes >= 32), lowered.src
-    _, program = dev.build(lowered.name, lowered.src, lowered.sig, lowered.linear)
+    program = dev.build(lowered)
     for b in bufs:
         b.ensure_allocated()
     program(bufs, {})

@@ -16,6 +16,7 @@ import numpy as np
 from unigrad import config
 from unigrad.dtype import DType, dtypes
 from unigrad.helpers import record
+from unigrad.ir.persist import loads
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize.opts import Target
 from unigrad.render.cstyle import KernelSignature
@@ -51,12 +52,23 @@ ProgramFactory = Callable[[str, bytes, KernelSignature, Any], Callable[..., None
 
 @record(frozen=True)
 class Lowered:
-    """A kernel through the pipeline, before the device compiler: its LINEAR, source and signature."""
+    """A kernel through the pipeline, before the device compiler: its LINEAR, source and signature.
+
+    `graph` is the LINEAR, or its encoding (ir/persist.py) when the kernel was read from the disk cache: `linear`
+    decodes it when first asked. A device that compiles the source (CPU) never needs it."""
 
     name: str
-    linear: UOp  # the LINEAR
+    graph: UOp | bytes
     src: str
     sig: KernelSignature
+
+    @property
+    def linear(self) -> UOp:
+        g = self.graph
+        if type(g) is bytes:
+            g = loads(g)
+            object.__setattr__(self, "graph", g)  # decoded once (a record's own refusal of assignment is skipped)
+        return g  # type: ignore[return-value]
 
 
 @record

@@ -152,7 +152,7 @@ class CandidateTimer:
                 if lw is not None and fut is not None:
                     try:
                         fut.result()  # the binary is in the compiler's cache: build() finds it there
-                        program = self.dev.build(lw.name, lw.src, lw.sig, lw.linear)[1]  # type: ignore[attr-defined]
+                        program = self.dev.build(lw)  # type: ignore[attr-defined]
                     except Exception as e:  # noqa: BLE001 - a candidate that fails to compile is skipped
                         self._fail(s, e)
                 programs.append(program)

@@ -23,7 +23,7 @@ from unigrad.dtype import DType
 from unigrad.pipeline.optimize import Target
 from unigrad.render.c import CLanguage
 from unigrad.render.cstyle import KernelSignature
-from unigrad.runtime import Allocator, Compiled, Compiler, to_numpy_dtype
+from unigrad.runtime import Allocator, Compiled, Compiler, Lowered, disk_cache, to_numpy_dtype
 from unigrad.runtime.cpu_pool import n_threads, pool
 
 ALIGN = CLanguage.buffer_align  # every buffer starts on a whole vector: the renderer emits aligned accesses
@@ -167,6 +167,7 @@ class CCompiler(Compiler):
         self.cc = _find_cc()
         self.flags = self.base_flags + (GCC_FLAGS if "gcc" in os.path.basename(self.cc) else ())
         self.machine = host_cpu()[1]  # -march=native: a binary is for this CPU only
+        self.compiles = 0
 
     def key(self, src: str) -> str:
         return hashlib.sha256("\0".join((self.cc, self.machine, *self.flags, src)).encode()).hexdigest()[:32]
@@ -181,7 +182,12 @@ class CCompiler(Compiler):
         else:
             cache = pathlib.Path(config.CACHEDIR.value) / "cpu"
         out = cache / f"{self.key(src)}.so"
-        if out.exists():
+        try:
+            os.utime(out)  # a hit: recently used, the last to be pruned
+            return out
+        except FileNotFoundError:
+            pass
+        except OSError:  # there, but not ours to touch
             return out
         cache.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache)
@@ -202,6 +208,9 @@ class CCompiler(Compiler):
             os.unlink(tmp)
             raise RuntimeError(f"{self.cc} failed to compile a generated kernel:\n{proc.stderr.decode()}\n{src}")
         os.replace(tmp, out)  # atomic: parallel compiles of the same kernel are safe
+        self.compiles += 1
+        if self.compiles % disk_cache.PRUNE_EVERY == 0 and not config.DISABLE_COMPILER_CACHE.value:
+            disk_cache.prune(cache, ".so")  # bounded as the other disk caches (CACHE_MB)
         return out
 
 
@@ -269,9 +278,10 @@ class CPUDevice(Compiled):
         """The cores (THREADS), this CPU's vector width and its vector registers."""
         return _target(n_threads())
 
-    def build(self, name: str, src: str, sig: KernelSignature, linear: Any) -> tuple[bytes, CPUProgram]:
-        path = self.compiler.compile_to_path(src)  # type: ignore[attr-defined]
-        return path.read_bytes(), CPUProgram(name, path, sig)
+    def build(self, lowered: Lowered) -> CPUProgram:
+        """The program of a lowered kernel: its C source compiled (or found in the compiler's cache) and loaded."""
+        path = self.compiler.compile_to_path(lowered.src)  # type: ignore[attr-defined]
+        return CPUProgram(lowered.name, path, lowered.sig)
 
 
 @functools.cache

@@ -17,7 +17,7 @@ from unigrad.ir.args import AddrSpace
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
 from unigrad.render.cstyle import KernelSignature
-from unigrad.runtime import Allocator, Compiled, Compiler, to_numpy_dtype
+from unigrad.runtime import Allocator, Compiled, Compiler, Lowered, to_numpy_dtype
 
 
 class PythonAllocator(Allocator):
@@ -130,8 +130,9 @@ class PythonProgram:
 
 
 class PythonDevice(Compiled):
-    def build(self, name: str, src: str, sig: KernelSignature, linear: UOp) -> tuple[bytes, PythonProgram]:
-        return self.compiler.compile(src), PythonProgram(name, linear, sig)
+    def build(self, lowered: Lowered) -> PythonProgram:
+        """The program of a lowered kernel: an interpreter of its LINEAR (the source is only shown at DEBUG=4)."""
+        return PythonProgram(lowered.name, lowered.linear, lowered.sig)
 
 
 def open_device(name: str) -> Compiled:

@@ -29,6 +29,7 @@ from unigrad.ir.spec import (
     verify_selected,
     verify_tensor_graph,
 )
+from unigrad.ir.text import structure
 from unigrad.ir.uop import UOp, toposort_memo, variables_of
 from unigrad.pipeline.callify import callify, function_params, inline_functions, is_buffer_input, is_traced_call
 from unigrad.pipeline.expand import expand
@@ -37,7 +38,7 @@ from unigrad.pipeline.linearize import linearize
 from unigrad.pipeline.memplan import MemoryPlan, first_written, plan_memory
 from unigrad.pipeline.optimize import Target, optimize
 from unigrad.pipeline.rangeify import rangeify
-from unigrad.runtime import Buffer, Device, Lowered, jit, lowered_cache
+from unigrad.runtime import Buffer, Device, Lowered, disk_cache, jit, lowered_cache
 from unigrad.runtime.queue import run_steps
 
 _buffer_ids = itertools.count()
@@ -48,6 +49,7 @@ precompiled: weakref.WeakSet[UOp] = weakref.WeakSet()  # FUNCTIONs of @function(
 SCHEDULE_CACHE_SIZE = 1024
 _schedule_cache: dict[tuple[UOp, str], UOp] = {}
 _program_cache: dict[tuple[str, UOp, int, int, int], CompiledKernel] = {}
+_saved_schedules = disk_cache.DiskCache("schedules")
 
 
 @record
@@ -160,20 +162,37 @@ def _schedule(body: UOp, args: tuple[UOp, ...], device: str) -> CachedSchedule:
     if cs is None:
         if len(_schedule_cache) >= SCHEDULE_CACHE_SIZE:  # drop the oldest entry: graphs stay collectable
             del _schedule_cache[next(iter(_schedule_cache))]
-        sched = rangeify(UOp(Ops.FUNCTION, (body, *args)), device).src[0]
-        params = [u for u in sched.toposort(gate=lambda x: not _is_ast(x)) if u.op is Ops.PARAM and u.arg.name is None]
-        n_in = sum(1 for a in args if a.op is not Ops.PARAM)
-        inputs = tuple(sorted((p for p in params if p.arg.slot < n_in), key=lambda p: p.arg.slot))
-        fresh = tuple(p for p in params if p.arg.slot >= n_in)
-        names = frozenset(v.arg.name for v in variables_of(body))
-        steps, plain, outputs = _plan(sched)
-        memory = _plan_intermediates(steps, fresh, outputs) if plain else None
-        cs = _schedule_cache[key] = CachedSchedule(
-            sched, inputs, fresh, names, steps if plain else None, outputs, memory
-        )
+        cs = _schedule_cache[key] = _load_or_build_schedule(body, args, device)
         # its kernels are compiled now, in parallel (those whose first buffer is on this device: the others later)
+        steps = cs.steps if cs.steps is not None else _plan(cs.body)[0]
         precompile(device, [st.ast for st in steps if getattr(st.params[0].arg, "device", None) == device])
     return cs
+
+
+def _load_or_build_schedule(body: UOp, args: tuple[UOp, ...], device: str) -> CachedSchedule:
+    """The schedule an earlier process saved for this body on this device (CACHEDIR/schedules: rangeify is most of
+    a warm model's first step), else a new one, saved."""
+    if not disk_cache.enabled():
+        return _build_schedule(body, args, device)
+    k = _saved_schedules.key(device, structure(body))
+    if (cs := _saved_schedules.load(k, CachedSchedule)) is None:
+        cs = _build_schedule(body, args, device)
+        _saved_schedules.save(k, cs)
+    return cs
+
+
+def _build_schedule(body: UOp, args: tuple[UOp, ...], device: str) -> CachedSchedule:
+    """rangeify the callified body, then its run plan: the placeholders of inputs and of fresh buffers, the kernels in
+    order and the memory plan of the intermediates."""
+    sched = rangeify(UOp(Ops.FUNCTION, (body, *args)), device).src[0]
+    params = [u for u in sched.toposort(gate=lambda x: not _is_ast(x)) if u.op is Ops.PARAM and u.arg.name is None]
+    n_in = sum(1 for a in args if a.op is not Ops.PARAM)
+    inputs = tuple(sorted((p for p in params if p.arg.slot < n_in), key=lambda p: p.arg.slot))
+    fresh = tuple(p for p in params if p.arg.slot >= n_in)
+    names = frozenset(v.arg.name for v in variables_of(body))
+    steps, plain, outputs = _plan(sched)
+    memory = _plan_intermediates(steps, fresh, outputs) if plain else None
+    return CachedSchedule(sched, inputs, fresh, names, steps if plain else None, outputs, memory)
 
 
 def kernelize(uops: list[UOp], device: str) -> list[UOp]:
@@ -278,9 +297,16 @@ class CompiledKernel:
 
     name: str
     program: Any
-    linear: UOp
-    source: str
+    lowered: Lowered
     _stats: tuple[int, int] | None = None
+
+    @property
+    def linear(self) -> UOp:
+        return self.lowered.linear
+
+    @property
+    def source(self) -> str:
+        return self.lowered.src
 
     @property
     def flops(self) -> int:
@@ -402,9 +428,8 @@ def _optimize_and_lower(device: str, ast: UOp, target: Target) -> Lowered:
 
 def _build_kernel(key: tuple, device: str, lowered: Lowered) -> CompiledKernel:
     """Compile (or find in the compiler's cache) and load a lowered kernel; cached under `key`."""
-    name, linear, src = lowered.name, lowered.linear, lowered.src
-    _, program = Device[device].build(name, src, lowered.sig, linear)  # type: ignore[attr-defined]
-    ck = _program_cache[key] = CompiledKernel(name, program, linear, src)
+    program = Device[device].build(lowered)  # type: ignore[attr-defined]
+    ck = _program_cache[key] = CompiledKernel(lowered.name, program, lowered)
     return ck
 
 

@@ -1,6 +1,7 @@
-"""The disk cache of lowered kernels (runtime/lowered_cache.py): a kernel lowered once is read back, in this process
-after its program is dropped and in a fresh process, with the same results; a change of code version or a broken
-entry is a miss; the cache is off with DISABLE_COMPILER_CACHE and SPEC."""
+"""The disk caches (runtime/disk_cache.py): lowered kernels (runtime/lowered_cache.py) and schedules. A kernel lowered
+or a graph scheduled once is read back, in this process after its program is dropped and in a fresh process, with the
+same results; a change of code version or a broken entry is a miss; the caches are off with DISABLE_COMPILER_CACHE
+and SPEC; a folder over CACHE_MB loses its least recently used entries."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ import numpy as np
 import pytest
 
 from unigrad import Context, Tensor
-from unigrad.runtime import lowered_cache
+from unigrad.ir.ops import Ops
+from unigrad.ir.uop import UOp
+from unigrad.runtime import disk_cache
 from unigrad.runtime import realize as rt
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,7 +64,7 @@ def test_new_code_version_or_broken_entry_is_a_miss(tmp_path, lowerings, monkeyp
     x = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
     with Context(CACHEDIR=str(tmp_path), DISABLE_COMPILER_CACHE=0):
         kernel(x, 0.25).numpy()
-        monkeypatch.setattr(lowered_cache, "code_version", lambda: "an-edited-tree")
+        monkeypatch.setattr(disk_cache, "code_version", lambda: "an-edited-tree")
         rt._program_cache.clear()
         kernel(x, 0.25).numpy()
         assert len(lowerings) == 2  # keyed by the code: never a lowering from older code
@@ -133,3 +136,86 @@ def test_kernels_differing_early_in_a_long_graph_do_not_share_an_entry(tmp_path,
                 ref = np.sin(ref + np.float32(0.5 * i))
             np.testing.assert_allclose(chain(first).numpy(), ref, rtol=1e-4, atol=1e-5)
     assert len(lowerings) == 2
+
+
+@pytest.fixture
+def schedulings(monkeypatch):
+    """The graphs rangeified from scratch (not read from the schedule cache), as the test goes."""
+    seen: list[UOp] = []
+    inner = rt.rangeify
+
+    def counting(fn, device):
+        seen.append(fn)
+        return inner(fn, device)
+
+    monkeypatch.setattr(rt, "rangeify", counting)
+    return seen
+
+
+def forget_schedules():
+    """As a new process would start: no schedule or program in memory."""
+    rt._schedule_cache.clear()
+    rt._program_cache.clear()
+
+
+def two_kernels(x: np.ndarray) -> Tensor:
+    t = Tensor(x)
+    return (t - t.max(1, keepdim=True)).exp().sum(1) * 0.5
+
+
+def test_schedule_saved_then_read_back(tmp_path, schedulings, lowerings):
+    x = np.random.default_rng(3).standard_normal((6, 9)).astype(np.float32)
+    e = np.exp(x - x.max(1, keepdims=True)).sum(1) * 0.5
+    with Context(CACHEDIR=str(tmp_path), DISABLE_COMPILER_CACHE=0):
+        forget_schedules()
+        np.testing.assert_allclose(two_kernels(x).numpy(), e, rtol=1e-5)
+        n_sched, n_lowered = len(schedulings), len(lowerings)
+        assert n_sched >= 1 and n_lowered >= 2
+        assert list((tmp_path / "schedules").glob("*.pkl"))
+        forget_schedules()
+        np.testing.assert_allclose(two_kernels(x + 2).numpy(), np.exp(x - x.max(1, keepdims=True)).sum(1) * 0.5,
+                                   rtol=1e-5)  # fmt: skip
+        assert len(schedulings) == n_sched and len(lowerings) == n_lowered  # both from disk
+        forget_schedules()
+        y = np.random.default_rng(4).standard_normal((6, 10)).astype(np.float32)  # another shape: a new schedule
+        two_kernels(y).numpy()
+        assert len(schedulings) > n_sched
+
+
+def test_loaded_kernel_decodes_its_linear_only_when_asked(tmp_path, lowerings):
+    x = np.ones((2, 5), np.float32)
+    with Context(CACHEDIR=str(tmp_path), DISABLE_COMPILER_CACHE=0):
+        kernel(x, 0.3).numpy()
+        forget_schedules()
+        kernel(x, 0.3).numpy()
+        (ck,) = rt._program_cache.values()
+        assert type(ck.lowered.graph) is bytes  # the CPU device built it from the source alone
+        assert ck.linear.op is Ops.LINEAR and ck.flops > 0
+        assert ck.lowered.graph is ck.linear  # decoded once
+
+
+def test_folder_is_bounded_least_recently_used_first(tmp_path, monkeypatch):
+    folder = tmp_path / "entries"
+    folder.mkdir()
+    for i in range(10):
+        (folder / f"{i}.pkl").write_bytes(b"x" * 200_000)
+        os.utime(folder / f"{i}.pkl", ns=(i * 10**9, i * 10**9))  # 0 is the oldest
+    os.utime(folder / "0.pkl")  # ... until read again now
+    (folder / "keep.so").write_bytes(b"y" * 500_000)  # another suffix: not this cache's
+    with Context(CACHE_MB=1):
+        disk_cache.prune(folder, ".pkl")
+    left = sorted(p.name for p in folder.glob("*.pkl"))
+    assert sum(p.stat().st_size for p in folder.glob("*.pkl")) <= 3 * (1 << 20) // 4
+    assert "0.pkl" in left and "9.pkl" in left and "1.pkl" not in left
+    assert (folder / "keep.so").exists()
+
+
+def test_saves_prune_their_folder(tmp_path, monkeypatch):
+    monkeypatch.setattr(disk_cache, "PRUNE_EVERY", 4)
+    cache = disk_cache.DiskCache("bounded")
+    with Context(CACHEDIR=str(tmp_path), CACHE_MB=1, DISABLE_COMPILER_CACHE=0):
+        for i in range(40):
+            cache.save(cache.key(str(i)), b"z" * 100_000)
+        assert sum(p.stat().st_size for p in (tmp_path / "bounded").glob("*.pkl")) <= (1 << 20) + 4 * 100_100
+        assert cache.load(cache.key("39"), bytes) == b"z" * 100_000
+        assert cache.load(cache.key("39"), str) is None  # not the kind asked for: a miss

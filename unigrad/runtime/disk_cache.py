@@ -1,0 +1,134 @@
+"""The on-disk caches shared across processes: lowered kernels, schedules (and the size bound of the compiler's).
+
+In: a folder under CACHEDIR, a key made of strings, and a value: any picklable object, UOp graphs inside it
+included. Out: the value an earlier process saved under the same key, or None.
+
+- Keys hash their parts with the version of unigrad's code (each source file's size and modification time), so an
+  edit anywhere gives new keys, never a stale entry.
+- Values are pickled with their UOps as one flat table (ir/persist.py): a graph of any depth, each shared node
+  written once, rebuilt through hash-consing.
+- Writes are atomic (helpers.write_atomic). An entry that cannot be read is a miss; a value that cannot be pickled
+  is not written.
+- Each folder is bounded: every PRUNE_EVERY saves, a folder over CACHE_MB megabytes loses its least recently used
+  entries (a read refreshes an entry's modification time) until it is under three quarters of that.
+- Off (no reads, no writes) with DISABLE_COMPILER_CACHE, under BEAM (the search keeps its own cache of opts) and
+  under SPEC or DEBUG >= 3 (they verify or print what each stage makes).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pathlib
+from typing import Any
+
+from unigrad import config
+from unigrad.helpers import write_atomic
+from unigrad.ir.persist import UNPICKLABLE, dumps, loads
+
+FORMAT = 2  # bump when the layout of entries changes
+PACKAGE = pathlib.Path(__file__).resolve().parent.parent
+PRUNE_EVERY = 64  # saves (or compiles) between two checks of a folder's size
+
+
+def enabled() -> bool:
+    return not (
+        config.DISABLE_COMPILER_CACHE.value or config.BEAM.value or config.SPEC.value or config.DEBUG.value >= 3
+    )
+
+
+@functools.cache
+def code_version() -> str:
+    """A hash of every source file of the package (path, size, modification time): any edit changes it."""
+    parts = []
+    for folder, dirs, files in os.walk(PACKAGE):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in files:
+            if name.endswith(".py"):
+                st = os.stat(os.path.join(folder, name))
+                parts.append(f"{folder[len(str(PACKAGE)) :]}/{name}\0{st.st_size}\0{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- folders of entries
+
+
+def prune(folder: pathlib.Path, suffix: str) -> None:
+    """Drop a folder's least recently used entries (`*suffix` files, by modification time) while it holds more than
+    CACHE_MB megabytes, down to three quarters of that. Entries another process removes meanwhile are skipped."""
+    limit = config.CACHE_MB.value * (1 << 20)
+    entries = []
+    total = 0
+    try:
+        with os.scandir(folder) as it:
+            for e in it:
+                if e.name.endswith(suffix):
+                    try:
+                        st = e.stat()
+                    except OSError:
+                        continue
+                    entries.append((st.st_mtime_ns, st.st_size, e.path))
+                    total += st.st_size
+    except OSError:
+        return
+    if total <= limit:
+        return
+    entries.sort()
+    for _, size, path in entries:
+        if total <= limit * 3 // 4:
+            break
+        try:
+            os.unlink(path)
+        except OSError:
+            continue
+        total -= size
+
+
+class DiskCache:
+    """One folder of entries under CACHEDIR: `key(parts...)`, `load(k, kind)` and `save(k, value)`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.saves = 0
+
+    def folder(self) -> pathlib.Path:
+        return pathlib.Path(config.CACHEDIR.value) / self.name
+
+    def key(self, *parts: str) -> str:
+        """The entry name for these parts, in this version of the code."""
+        return hashlib.sha256("\0".join((str(FORMAT), code_version(), *parts)).encode()).hexdigest()[:32]
+
+    def load(self, k: str, kind: type) -> Any | None:
+        """The value saved under key k if it is a `kind`, else None (no entry, or one that cannot be read)."""
+        path = self.folder() / f"{k}.pkl"
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        try:
+            value = loads(data)
+        except Exception:  # a truncated or foreign file: a miss, overwritten by the next save
+            return None
+        if not isinstance(value, kind):
+            return None
+        try:
+            os.utime(path)  # recently used: the last to be pruned
+        except OSError:
+            pass
+        return value
+
+    def save(self, k: str, value: Any) -> None:
+        """Write the entry atomically (a parallel process may write the same one); nothing when the value cannot be
+        pickled or the file cannot be written."""
+        try:
+            data = dumps(value)
+        except UNPICKLABLE:
+            return
+        try:
+            write_atomic(self.folder() / f"{k}.pkl", data)
+        except OSError:
+            return
+        self.saves += 1
+        if self.saves % PRUNE_EVERY == 0:
+            prune(self.folder(), ".pkl")
