@@ -463,7 +463,7 @@ class _AdamFamily(_StepCounted):
     with torch's betas**step from the step count and the betas' buffers (float64)."""
 
     def __init__(self, params: Params, defaults: dict[str, Any]):
-        self._corrections: dict[tuple[Any, ...], tuple[Tensor, Tensor]] = {}  # this step's: _bias_corrections
+        self._corrections: dict[tuple[Any, ...], tuple[Tensor, ...]] = {}  # this step's: _adam_scalars
         super().__init__(params, defaults)
 
     def _new_group(self, group: ParamGroup) -> None:
@@ -490,23 +490,29 @@ class _AdamFamily(_StepCounted):
             c = self._corrections[key] = ((1 - _pow(b[0], t)).reciprocal(), (1 - _pow(b[1], t)).rsqrt())
         return c
 
+    def _adam_scalars(self, i: int, g: Tensor) -> tuple[Tensor, ...]:
+        """b2, 1 - b1, 1 - b2, 1 / (1 - b1^t) and 1 / sqrt(1 - b2^t) in g's dtype (0-d): the same for the parameters
+        of a group that share a step count, device and dtype, so built once a step for them."""
+        key = ("scalars", id(self._group_of[i]), self._offsets.get(i, 0), g.device, g.dtype)
+        if (s := self._corrections.get(key)) is None:
+            b1, b2 = _beta_weights(self._option(i, "betas", g.device), g.dtype)
+            inv_c1, inv_sqrt_c2 = (c.cast(g.dtype) for c in self._bias_corrections(i, g.device))
+            s = self._corrections[key] = (b2, 1 - b1, 1 - b2, inv_c1, inv_sqrt_c2)
+        return s
+
     def _adam_direction(self, i: int, g: Tensor) -> tuple[Tensor, list[Tensor]]:
         """The bias-corrected Adam direction for parameter i after folding in gradient g; the state written."""
         group, st = self._group_of[i], self.state[i]
-        key = ("betas", id(group), g.device, g.dtype)  # the same for every parameter of the group: built once a step
-        if (b := self._corrections.get(key)) is None:
-            b = self._corrections[key] = _beta_weights(self._option(i, "betas", g.device), g.dtype)
-        b1, b2 = b
+        b2, one_minus_b1, one_minus_b2, inv_c1, inv_sqrt_c2 = self._adam_scalars(i, g)
         m, v = st["exp_avg"], st["exp_avg_sq"]
-        m.assign(m + (g - m) * (1 - b1))  # torch's lerp toward g
-        v.assign(v * b2 + (1 - b2) * (g * g))
+        m.assign(m + (g - m) * one_minus_b1)  # torch's lerp toward g
+        v.assign(v * b2 + one_minus_b2 * (g * g))
         written = [m, v]
         if group["amsgrad"]:
             v_max = st.setdefault("max_exp_avg_sq", _state_like(v))
             v_max.assign(v_max.maximum(v))
             v = v_max
             written.append(v)
-        inv_c1, inv_sqrt_c2 = (c.cast(g.dtype) for c in self._bias_corrections(i, g.device))
         return m * inv_c1 / (v.sqrt() * inv_sqrt_c2 + group["eps"]), written
 
 
