@@ -1,7 +1,9 @@
 """Checks of the data that torch makes at the call (a class index, an embedding index, a gather or x[idx] index
 out of range): unigrad computes them with the next realize and raises torch's error there, naming the op and a bad
 value, instead of a silently wrong loss or lookup. In range values, ignore_index and TinyJit replays are not
-affected, and ops whose indices are in range by construction (sort, median, topk, quantile) queue no check."""
+affected, and ops whose indices are in range by construction (sort, median, topk, quantile) queue no check. The
+torch ops that take an index tensor (index_select, index_fill, index_put, take) check theirs the same way: the call
+reads no values."""
 
 import importlib
 
@@ -111,3 +113,36 @@ def test_in_range_by_construction_queues_no_check():
     outs = [x.sort(1)[0], x.median(1)[0], x.topk(3)[0], x.quantile(0.3, dim=1), x.nanmedian(1)[0], x.max(dim=1)[1]]
     assert not ut._checks
     Tensor.realize(*outs)
+
+
+@pytest.mark.parametrize(
+    "op,match",
+    [
+        (lambda x, i: x.index_select(1, i), "index_select: index 6 is out of range for dimension 1 with size 6"),
+        (lambda x, i: x.index_fill(1, i, 2.0), "index_fill: index 6 is out of range for dimension 1 with size 6"),
+        (lambda x, i: x.index_put((i,), Tensor(1.0), accumulate=True), "index_put: index 6 .* dimension 0 with size 4"),
+        (lambda x, i: x.take(i), None),
+        (lambda x, i: x.index_add(1, i.abs(), Tensor.ones(4, 3)), "index_add: index 6 is out of range for dimension 1"),
+        (lambda x, i: x.index_add(1, i, Tensor.ones(4, 3)), "index_add: index -1 is out of range"),  # no negatives
+    ],
+)
+def test_index_tensor_ops_check_at_the_realize(op, match):
+    x = logits(4, 6)
+    ok = Tensor(np.array([0, 3, -1], np.int64))
+    if "-1" in (match or ""):  # the bad index is the -1 of these
+        with pytest.raises(IndexError, match=match):
+            op(x, ok).numpy()  # index_add sorts its index when called (that realize raises: at the call, as torch)
+        return
+    ut._checks.clear()
+    op(x, ok).numpy()  # in range: nothing raised, the queued check passed
+    bad = Tensor(np.array([1, 6, 2], np.int64))
+    bad.realize()
+    if match is None:  # take: 6 is a position of the 24 elements
+        np.testing.assert_array_equal(op(x, bad).numpy(), x.numpy().reshape(-1)[[1, 6, 2]])
+        return
+    with pytest.raises(IndexError, match=match):
+        op(x, bad).numpy()  # index_add (index_put accumulating) raises at the call, the others at the realize
+    if "index_add" not in match and "index_put" not in match:
+        out = op(x, bad)  # the call reads no values: it cannot raise yet
+        with pytest.raises(IndexError, match=match):
+            out.numpy()

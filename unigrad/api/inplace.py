@@ -269,8 +269,8 @@ class InplaceMixin:
         lead, rest = self.shape[: len(indices)], self.shape[len(indices) :]
         shape = _broadcast_shape("index_put", *(i.shape for i in indices))
         pos = Tensor.zeros(*shape, dtype=dtypes.int64, device=self.device)
-        for i, n in zip(indices, lead):
-            _check_index_range("index_put", i, n)
+        for k, (i, n) in enumerate(zip(indices, lead)):
+            _check_index_range("index_put", i, n, k)
             pos = pos * n + (i < 0).where(i + n, i).cast(dtypes.int64)
         v = values if isinstance(values, Tensor) else Tensor(values, dtype=self.dtype, device=self.device)
         v = v.cast(self.dtype).expand(*shape, *rest).reshape(-1, *rest)

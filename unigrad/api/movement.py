@@ -502,12 +502,20 @@ def _check_positions(op: str, index: Tensor, d: int, n: int, negative: bool) -> 
     check_range(index, -n if negative else 0, n, error)
 
 
-def _check_index_range(op: str, index: Tensor, n: int) -> None:
-    """torch raises for an index out of [-n, n): checked on the (small) index tensor's values."""
-    if index.numel():
-        lo, hi = int(index.min().item()), int(index.max().item())
-        if lo < -n or hi >= n:
-            raise IndexError(f"{op}: index out of range for a dim of size {n} (got values in [{lo}, {hi}])")
+def _check_index_range(op: str, index: Tensor, n: int | UOp, dim: int | None = None, negative: bool = True) -> None:
+    """Have the next realize raise torch's IndexError when an entry of `index` is outside [-n, n) (the positions of
+    dimension `dim`, or of the flattened tensor; [0, n) when negative=False): deferred as _check_positions, so the
+    call itself reads no values."""
+    if not isinstance(n, int):
+        return  # a symbolic size: the bound is not known until the Variables are bound
+    from unigrad.tensor import check_range
+
+    where = f"dimension {dim} with size {n}" if dim is not None else f"a tensor of {n} elements"
+
+    def error(count: int, value: int) -> Exception:
+        return IndexError(f"{op}: index {value} is out of range for {where} ({count} such index(es))")
+
+    check_range(index, -n if negative else 0, n, error)
 
 
 def _gather(x: Tensor, dim: int, index: Tensor, check: bool) -> Tensor:
@@ -1075,13 +1083,13 @@ class MovementMixin:
             raise IndexError(f"index_select: index must be a 1-D int tensor, got {index.shape} {index.dtype}")
         if self.ndim == 0:
             return self.reshape(1)[index.reshape(-1)].reshape(index.shape)
-        _check_index_range("index_select", index, self.shape[d])
+        _check_index_range("index_select", index, self.shape[d], d)
         return self.movedim(d, 0).take_rows(index.reshape(-1)).movedim(0, d)  # an indirect load: O(output)
 
     def index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha: ConstType = 1) -> Tensor:
         """self with alpha * source[i] added at position index[i] along dim (torch.Tensor.index_add): a repeated
-        index adds every slice sent to it. A scatter-add from a sort of the index (O(P log^2 P + P * slice)); the
-        index is checked in range first (read back: a sync point), as torch raises."""
+        index adds every slice sent to it. A scatter-add from a sort of the index (O(P log^2 P + P * slice)); an index
+        outside [0, n) raises torch's IndexError at the next realize."""
         d = _dim("index_add", dim, max(self.ndim, 1))
         if index.ndim > 1 or not index.dtype.is_int:
             raise IndexError(f"index_add: index must be a 1-D int tensor, got {index.shape} {index.dtype}")
@@ -1094,8 +1102,7 @@ class MovementMixin:
         n = x.shape[d]
         if index.numel() == 0:
             return self.contiguous()  # nothing added: a copy, as torch returns
-        if not (0 <= int(index.min().item()) and int(index.max().item()) < n):
-            raise RuntimeError(f"index_add: an index is out of bounds for dimension {d} with size {n}")
+        _check_index_range("index_add", index, n, d, negative=False)
         idx = index.reshape(-1).cast(dtypes.int64)
         rows = src.movedim(d, 0).reshape(index.numel(), -1)
         rest = x.movedim(d, 0).shape[1:]
@@ -1689,7 +1696,7 @@ class MovementMixin:
         x = self.reshape(1) if self.ndim == 0 else self
         d = _dim("index_fill", dim, x.ndim)
         n = x.shape[d]
-        _check_index_range("index_fill", index, n)
+        _check_index_range("index_fill", index, n, d)
         idx = index.reshape(1, -1)
         hit = (_arange(n, x.device).reshape(n, 1) == (idx < 0).where(idx + n, idx)).any(1)
         hit = hit.reshape([n if i == d else 1 for i in range(x.ndim)])
