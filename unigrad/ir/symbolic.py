@@ -208,7 +208,8 @@ def fold_divmod(u: UOp) -> UOp | None:
     R // d is that multiple and R % d is R shifted. A common factor of R and d is divided out."""
     x, d_u = u.src
     d = d_u.arg.value
-    if u.dtype not in INTS or d <= 0 or x.op not in (Ops.ADD, Ops.MUL):
+    xop = x.op
+    if d <= 0 or (xop is not ADD and xop is not MUL) or u.dtype not in INTS:
         return None  # a single term: only its range can fold it (fold_by_range)
     terms, const = split_terms(x)
     # the common case first, without building lists: nothing moves into Q, no common factor, R's range
@@ -216,16 +217,19 @@ def fold_divmod(u: UOp) -> UOp | None:
     q_const, r_const = divmod(const, d)
     moved, g, lo, hi, kmax = q_const != 0, math.gcd(d, r_const), r_const, r_const, 0
     for t, k in terms:
-        q, r = divmod(k, d)
-        if q:
-            moved = True
-        if r:
-            g = math.gcd(g, r)
-            tlo, thi = t.min_max
-            lo += r * tlo
-            hi += r * thi
-            if r > kmax:
-                kmax = r
+        if 0 < k < d:  # most terms: k is its own remainder
+            r = k
+        else:
+            r = k % d
+            moved = moved or k != r
+            if not r:
+                continue
+        g = math.gcd(g, r)
+        tlo, thi = t.min_max
+        lo += r * tlo
+        hi += r * thi
+        if r > kmax:
+            kmax = r
     if lo // d != hi // d and g == 1 and not moved and (u.op is Ops.IDIV or r_const == const):
         # x is its own remainder part; unless its largest coefficient (all are in (0, d) here) shares a factor
         # with d: then x may be c*S + T with a small T
@@ -359,8 +363,12 @@ def fold_lt_sum(x: UOp, c: UOp) -> UOp | None:
     if x.dtype not in INTS:
         return None
     terms, const = split_terms(x)
-    if const == 0 and math.gcd(*(k for _, k in terms)) == 1:
-        return None  # the common case: nothing to move, no common factor
+    if const == 0:
+        g = 0
+        for _, k in terms:
+            g = math.gcd(g, k)
+            if g == 1:
+                return None  # the common case: nothing to move, no common factor
     if not sum_fits(x, terms, const):
         return None  # x may wrap: x*64 < 100 is not x < 2 in int8
     if const != 0:
