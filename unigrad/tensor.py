@@ -194,12 +194,14 @@ _grad_siblings: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDict
 
 
 def _with_grad_siblings(ts: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
-    """ts, plus the unrealized sibling gradients when one of ts is a gradient from backward()."""
-    if not any(_grad_siblings.get(id(t)) is t for t in ts):
+    """ts, after the unrealized sibling gradients when one of ts is a gradient from backward() or when the realize
+    writes a buffer (an assign: `p.data -= lr * p.grad` one parameter at a time). The gradients read the values of
+    before the write, as torch's, computed at backward(), do: they come first, and kernels run in output order."""
+    if not _assign_owner and not any(_grad_siblings.get(id(t)) is t for t in ts):
         return ts
     siblings = [g for g in _grad_siblings.values() if not _is_buffer_view(g.uop) and all(g is not t for t in ts)]
     _grad_siblings.clear()
-    return (*ts, *siblings)
+    return (*siblings, *ts)
 
 
 # data-dependent preconditions of ops built since the last realize (an index within its dim, ...): each a (2,) int64
@@ -719,9 +721,27 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
     def tolist(self) -> Any:
         return self.numpy().tolist()
 
-    def data(self) -> memoryview:
-        """The values as a memoryview of this tensor's shape and format (a copy out, as numpy())."""
-        return memoryview(self.numpy())
+    @property
+    def data(self) -> Tensor:
+        """torch's `.data`: this tensor's values as a tensor that tracks no gradient and shares the buffer, so an
+        in-place op on it writes this tensor (`p.data.mul_(0.5)`, `w.data.normal_(0, 0.02)`, `p.data -= lr * p.grad`).
+        Called, as tinygrad's `data()`, it gives the values as a memoryview. This tensor is realized first unless
+        it already is a view of a filled buffer. (Math on the alias that meets a tensor requiring grad is tracked
+        as math on this tensor: torch's `.data` cuts that gradient, ours does not.)"""
+        if not _is_buffer_view(self.uop):
+            self.realize()
+        alias = object.__new__(_DataAlias)
+        alias.uop, alias.device, alias._requires_grad, alias.grad = self.uop, self.device, None, None
+        return alias
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        """torch's `p.data = t`: this tensor takes t's values (and shape, dtype and device), keeping its identity and
+        requires_grad; it shares t's buffer when t is a filled one, as torch shares the storage."""
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Tensor.data: assigned value must be a Tensor, got {type(value).__name__}")
+        self.uop, self.device = value.uop, value.device
+        self._own_buffer()
 
     def to(self, *args: Any, **kwargs: Any) -> Tensor:
         """torch's forms: to(device), to(dtype), to(device, dtype), to(other) (other's device and dtype), and the
@@ -1874,3 +1894,13 @@ def _arange_uop(start: int | float, stop: int | float, step: int | float, dt: DT
         idx = idx + digit.reshape(1, 2 * bit).expand(reps, 2 * bit).reshape(reps * 2 * bit).shrink(((0, n),))
         bit *= 2
     return ((idx.cast(dt) * step + start).cast(dt) if (start, step) != (0, 1) else idx.cast(dt)).uop
+
+
+class _DataAlias(Tensor):
+    """What Tensor.data gives: a tensor (torch's `.data`) that is also callable (tinygrad's `data()`)."""
+
+    __slots__ = ()
+
+    def __call__(self) -> memoryview:
+        """The values as a memoryview of the tensor's shape and format (a copy out, as numpy())."""
+        return memoryview(self.numpy())
