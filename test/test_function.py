@@ -197,3 +197,34 @@ def test_own_backward_rule_with_two_outputs_and_errors():
     wrong = function(lambda a: a * 2, backward=lambda g, a: (g.sum(),))
     with pytest.raises(ValueError, match=r"gradient of shape \(\) for \(4,\)"):
         wrong(a).sum().backward()
+
+
+def test_callify_inlines_calls_in_its_walk_as_substitution_does():
+    """callify inlines @function calls while it walks: the FUNCTION it makes is the one made from the graph with
+    every call substituted first (pipeline.callify.inline_functions), node for node (hash-consing), for nested
+    calls, a body called twice on other arguments and twice on the same ones, and bound Variables inside."""
+    from unigrad.ir.uop import UOp
+    from unigrad.pipeline.callify import callify, inline_functions
+    from unigrad import Variable
+
+    @function
+    def inner(x: Tensor, w: Tensor) -> Tensor:
+        return (x * w).relu() + w
+
+    @function
+    def outer(x: Tensor, w: Tensor) -> tuple[Tensor, Tensor]:
+        return inner(x, w) * 2, inner(x + 1, w).sum()
+
+    x, w = Tensor(rand(4, 3)), Tensor(rand(4, 3)).realize()
+    a, b = outer(x, w)
+    c = inner(x, w)  # the same call as the one inside outer: one body walk
+    v = Variable("callify_n", 1, 4).bind(3)
+    d = outer(x[:v], w[:v])[0]
+    sink = UOp(Ops.SINK, (a.uop, b.uop, c.uop, d.uop))
+    assert callify(sink) is callify(inline_functions(sink))
+    xn, wn = x.numpy(), w.numpy()
+    ref = np.maximum(xn * wn, 0) + wn
+    np.testing.assert_allclose(a.numpy(), ref * 2, rtol=1e-6)
+    np.testing.assert_allclose(b.numpy(), (np.maximum((xn + 1) * wn, 0) + wn).sum(), rtol=1e-5)
+    np.testing.assert_allclose(c.numpy(), ref, rtol=1e-6)
+    np.testing.assert_allclose(d.numpy()[:3], (ref * 2)[:3], rtol=1e-6)

@@ -1,9 +1,11 @@
 """Callify: a tensor graph -> one stateless FUNCTION.
 
-In: SINK of tensor-level UOps (calls of @function bodies, GETTUPLE(FUNCTION), are inlined first) over concrete BUFFERs (or AFTER(BUFFER, CALL...) for kernelized but not yet
-run buffers) and bound Variables. Out: FUNCTION(TUPLE(outputs...), a_0, a_1, ..., v_0, v_1, ...) whose body refers to its
-buffers a_k only through PARAM(k) placeholders and to each bound Variable v_j by the unbound Variable, so structurally equal programs on different buffers
-share one body (and one cached schedule).
+In: SINK of tensor-level UOps over concrete BUFFERs (or AFTER(BUFFER, CALL...) for kernelized but not yet run
+buffers), bound Variables and calls of @function bodies (GETTUPLE(FUNCTION)). Out: FUNCTION(TUPLE(outputs...), a_0,
+a_1, ..., v_0, v_1, ...) whose body refers to its buffers a_k only through PARAM(k) placeholders and to each bound
+Variable v_j by the unbound Variable, so structurally equal programs on different buffers share one body (and one
+cached schedule). Each @function call is inlined by the same walk: its body's element, with the body's PARAM(k)
+read as the call's k-th argument (rebuilt first).
 """
 
 from __future__ import annotations
@@ -33,14 +35,8 @@ def callify(sink: UOp) -> UOp:
     except RecursionError:
         walk = _Walk()
         body = walk.rebuild_iterative(sink)
-    except _InlineFirst:  # @function calls: substitute their bodies first
-        return callify(inline_functions(sink))
     bound = sorted(walk.bound, key=lambda v: v.arg.name)
     return UOp(Ops.FUNCTION, (UOp(Ops.TUPLE, body.src), *walk.args, *bound))
-
-
-class _InlineFirst(Exception):
-    """Raised by the walk at an @function call: callify inlines every call, then walks again."""
 
 
 _LEAF_OPS = frozenset({Ops.BUFFER, Ops.AFTER, Ops.PARAM, Ops.GETTUPLE})  # the ops _Walk.leaf can take
@@ -48,27 +44,60 @@ _LEAF_OPS = frozenset({Ops.BUFFER, Ops.AFTER, Ops.PARAM, Ops.GETTUPLE})  # the o
 
 class _Walk:
     """One callify walk: node -> rebuilt node, the buffers found (in order: PARAM(k) stands for args[k]) and
-    the bound Variables."""
+    the bound Variables. Inside an inlined @function body a walk of its own (`params`: the call's rebuilt
+    arguments, which the body's PARAM(k) stand for) keeps its own memo and shares the rest with the outer walk."""
 
-    def __init__(self) -> None:
+    def __init__(self, outer: _Walk | None = None, params: tuple[UOp, ...] = ()) -> None:
         self.memo: dict[UOp, UOp] = {}
-        self.args: list[UOp] = []
-        self.bound: list[UOp] = []
+        self.params = params
+        if outer is None:
+            self.args: list[UOp] = []
+            self.bound: list[UOp] = []
+            self.inputs: dict[UOp, UOp] = {}  # buffer or bound Variable -> its rebuilt node, over every walk
+            self.bodies: dict[tuple[UOp, ...], _Walk] = {}  # (FUNCTION, rebuilt args) -> the walk of its body
+        else:
+            self.args, self.bound, self.inputs, self.bodies = outer.args, outer.bound, outer.inputs, outer.bodies
 
     def leaf(self, u: UOp) -> UOp | None:
-        """The rebuilt node for an input (a buffer, a bound Variable); None for any other node."""
+        """The rebuilt node for an input (a buffer, a bound Variable, a body's PARAM) or an @function call (its
+        body's element, inlined); None for any other node."""
         op = u.op
         if op is Ops.BUFFER or (op is Ops.AFTER and u.src[0].op is Ops.BUFFER):
-            buf = u if op is Ops.BUFFER else u.src[0]
-            pa = ParamArg(len(self.args), buf.arg.dtype, buf.arg.device, AddrSpace.GLOBAL)
-            self.args.append(u)
-            return UOp(Ops.PARAM, (buf.src[0],), pa)
-        if op is Ops.PARAM and u.arg.name is not None and len(u.src) == 4:
-            self.bound.append(u)
-            return u.replace(src=u.src[:3])  # bound Variable: the body sees it unbound, the runtime its value
+            if (r := self.inputs.get(u)) is None:
+                buf = u if op is Ops.BUFFER else u.src[0]
+                pa = ParamArg(len(self.args), buf.arg.dtype, buf.arg.device, AddrSpace.GLOBAL)
+                self.args.append(u)
+                r = self.inputs[u] = UOp(Ops.PARAM, (buf.src[0],), pa)
+            return r
+        if op is Ops.PARAM:
+            if u.arg.name is None:  # a body's argument: inside its call, the call's; elsewhere itself (a leaf, so
+                return self.params[u.arg.slot] if self.params else u  # never marked closed: a body walk must see it)
+            if len(u.src) == 4:
+                if (r := self.inputs.get(u)) is None:
+                    self.bound.append(u)
+                    r = self.inputs[u] = u.replace(src=u.src[:3])  # the body sees it unbound, the runtime its value
+                return r
+            return None
         if op is Ops.GETTUPLE and is_traced_call(u):
-            raise _InlineFirst
+            return self.inline(u)
         return None
+
+    def inline(self, call: UOp) -> UOp:
+        """An @function call's result: its body's element rebuilt with PARAM(k) as the call's k-th argument (the
+        arguments rebuilt by this walk; a body called again with the same arguments is rebuilt once)."""
+        fn = call.src[0]
+        args = tuple(a if a.closed else self.memo.get(a) or self.rebuild_any(a) for a in fn.src[1:])
+        key = (fn, *args)
+        if (body := self.bodies.get(key)) is None:
+            body = self.bodies[key] = _Walk(self, args)
+        return body.rebuild_any(fn.src[0].src[call.arg])
+
+    def rebuild_any(self, u: UOp) -> UOp:
+        """rebuild(), or the iterative walk for a graph deeper than the recursion limit."""
+        try:
+            return self.rebuild(u)
+        except RecursionError:
+            return self.rebuild_iterative(u)
 
     def rebuild(self, u: UOp) -> UOp:
         """_over(u, its sources rebuilt), inlined: one Python frame per node (no comprehension, no helper call)."""
