@@ -187,6 +187,48 @@ _assigns_done: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
 # loss of the weights it was built from, as in torch
 _backward_roots: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 
+# every tensor an op made (Tensor._new), held weakly, until it is seen realized or gone: a schedule that writes
+# buffers computes the live ones whose graphs read a written buffer first (_stale_readers), so `out = model(x)`
+# read after `opt.step()` holds the outputs of the weights it was built from, as torch computed it at the call
+_made: list[weakref.ReferenceType[Tensor]] = []
+_weakref = weakref.ref
+_MADE_PRUNE = 4096  # entries before a realize that writes nothing drops the dead and realized ones
+
+
+def _buffer_under(u: UOp) -> UOp:
+    """The BUFFER a view (of an assign, of an assign ...) of a buffer looks at."""
+    u = view_base(u)
+    while u.op is Ops.AFTER:
+        u = view_base(u.src[0])
+    return u
+
+
+def _live_made() -> list[Tensor]:
+    """The tensors in _made still alive and not yet views of filled buffers (the list keeps just those)."""
+    alive, refs = [], []
+    for r in _made:
+        t = r()
+        if t is not None and not _is_buffer_view(t.uop):
+            alive.append(t)
+            refs.append(r)
+    _made[:] = refs
+    return alive
+
+
+def _stale_readers(ts: tuple[Tensor, ...]) -> list[Tensor]:
+    """The live tensors, not among ts, whose graphs compute from a buffer a pending assign writes (not through
+    that assign: those read the new value by design). Realized before the writes, they keep the values torch gave
+    them. A view (movement ops over a buffer: `u[1:]`) is no reader: it shows the buffer, as torch's views do."""
+    pending = set(_assign_owner.keys())
+    written = {_buffer_under(a.src[0]) for a in pending}
+    out = []
+    for t in _live_made():
+        if t.uop in pending or view_base(t.uop).op in (Ops.BUFFER, Ops.AFTER) or any(t is o for o in ts):
+            continue
+        if any(n in written for n in t.uop.toposort(gate=lambda n: n not in pending)):
+            out.append(t)
+    return out
+
 
 # the .grad tensors of the latest backward() calls, by id, until one of them is realized: then all of them are
 # (their graphs share the backward pass, which one realize computes once instead of once per gradient read)
@@ -239,9 +281,11 @@ def _raise_failed(checks: list[tuple[Tensor, Callable[[int, int], Exception]]]) 
 
 
 def forget_backward_roots() -> None:
-    """Drop the backward() roots registered so far (TinyJit, before it runs its function: a loss from outside must
-    not become a kernel of every replay)."""
+    """Drop the backward() roots and the tensors made registered so far (TinyJit, before it runs its function: a
+    loss or a lazy tensor from outside must not become a kernel of every replay; one left lazy across jitted steps
+    reads the buffers as they are when it is realized)."""
     _backward_roots.clear()
+    _made.clear()
 
 
 def _roots_to_compute(ts: tuple[Tensor, ...]) -> list[Tensor]:
@@ -544,6 +588,7 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             verify_tensor_op(u)
         t = object.__new__(Tensor)
         t.uop, t.device, t._requires_grad, t.grad = u, self.device, None, None
+        _made.append(_weakref(t))
         if self._requires_grad or (others and any(o._requires_grad for o in others)):
             t._join_autograd()
         return t
@@ -649,6 +694,11 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
         elif not _assign_owner and all(_is_buffer_view(t.uop) for t in ts):  # nothing to compute
             rt.stats.last_kernels = []
             return self
+        if _assign_owner:
+            if readers := _stale_readers(ts):  # they read buffers this schedule writes: first, as the gradients
+                ts = (*readers, *ts)
+        elif len(_made) > _MADE_PRUNE:
+            _live_made()
         if _grad_siblings:
             ts = _with_grad_siblings(ts)
         if _assign_owner and _backward_roots:  # buffers are written: a loss built before reads the old values

@@ -22,7 +22,8 @@ def test_assign_elementwise_in_place(device):
     a = Tensor(x, device=device).realize()
     view = a.reshape(6)  # another view of the same buffer sees the write
     buf = rt.buffer_of(a.uop)
-    assert kernels_of(a.assign(a * 2 + 1)) == 1
+    written = a.assign(a * 2 + 1)  # (not inside the assert: pytest would keep the lazy a * 2 alive, a reader)
+    assert kernels_of(written) == 1
     assert rt.buffer_of(a.uop) is buf  # same buffer, written in place
     np.testing.assert_allclose(a.numpy(), x * 2 + 1)
     np.testing.assert_allclose(view.numpy(), (x * 2 + 1).reshape(6))
@@ -202,7 +203,8 @@ def test_assign_through_a_view_reading_the_buffer(device):
     when it reads elements the kernel writes elsewhere (overlapping slices)."""
     x = np.arange(20, dtype=np.float32).reshape(4, 5)
     a = Tensor(x, device=device).realize()
-    assert kernels_of(a[::3].assign(a[::3] * 2 + 1)) == 1
+    written = a[::3].assign(a[::3] * 2 + 1)
+    assert kernels_of(written) == 1
     want = x.copy()
     want[::3] = want[::3] * 2 + 1
     np.testing.assert_array_equal(a.numpy(), want)
@@ -259,3 +261,44 @@ def test_gradient_reaches_a_leaf_through_its_assign(when):
     assert w.grad is not None
     np.testing.assert_allclose(w.grad.numpy(), 2 * new * g, rtol=1e-6)
     np.testing.assert_allclose(w.numpy(), new)
+
+
+def test_values_computed_before_a_write_keep_their_values():
+    """torch computes at the call: a tensor made from a buffer before an in-place write holds the values of before,
+    a view of the buffer shows the write, and a tensor made from the assign reads the new values."""
+    a = Tensor(np.arange(4, dtype=np.float32)).realize()
+    before = a * 10  # lazy, reads a's buffer
+    view = a[1:]  # a view: sees the write, as torch's views share the storage
+    a.assign(a + 100)
+    after = a * 10  # made from the assign: the new values
+    a.realize()
+    np.testing.assert_array_equal(before.numpy(), np.arange(4) * 10)
+    np.testing.assert_array_equal(view.numpy(), np.arange(1, 4) + 100)
+    np.testing.assert_array_equal(after.numpy(), (np.arange(4) + 100) * 10)
+
+
+def test_model_output_read_after_the_optimizer_step_matches_torch():
+    """The training-loop pattern: the logits of a step read (an accuracy, a running loss) after opt.step()."""
+    import torch
+
+    import unigrad
+
+    def run(lib, nn, optim, F):
+        rng = np.random.default_rng(0)
+        x, y = lib.tensor(rng.standard_normal((8, 4)).astype(np.float32)), lib.tensor(rng.integers(0, 3, 8))
+        m = nn.Linear(4, 3)
+        with lib.no_grad():
+            m.weight.copy_(lib.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)))
+            m.bias.zero_()
+        opt = optim.SGD(m.parameters(), lr=0.5)
+        seen = []
+        for _ in range(3):
+            opt.zero_grad()
+            out = m(x)
+            F.cross_entropy(out, y).backward()
+            opt.step()
+            seen.append(out.square().sum().item())
+        return seen
+
+    ours = run(unigrad, unigrad.nn, unigrad.optim, unigrad.nn.functional)
+    np.testing.assert_allclose(ours, run(torch, torch.nn, torch.optim, torch.nn.functional), rtol=1e-5)
