@@ -358,3 +358,49 @@ def test_a_loss_read_after_the_step_inside_and_a_loss_from_outside():
     for _ in range(3):
         jitted(Tensor(rand(5, 3)))
     assert jitted.plan is not None and jitted.plan.n_kernels == n
+
+
+def test_each_replay_returns_its_own_outputs():
+    """torch's results: a replay writes its outputs into buffers no earlier result still holds (tinygrad reuses one
+    buffer, so a kept loss would change under the caller); buffers nothing holds any more are reused."""
+
+    @TinyJit
+    def f(x: Tensor) -> tuple[Tensor, Tensor]:
+        return (x * 2).sum(), x + 1
+
+    xs = [rand(4) for _ in range(7)]
+    kept = [f(Tensor(x)) for x in xs]
+    for (s, p), x in zip(kept, xs):
+        np.testing.assert_allclose(s.numpy(), (x * 2).sum(), rtol=1e-6)
+        np.testing.assert_allclose(p.numpy(), x + 1, rtol=1e-6)
+    total = Tensor(0.0)
+    for x in xs:  # a lazy sum over the results reads each one's buffer later
+        total = total + f(Tensor(x))[0]
+    np.testing.assert_allclose(total.numpy(), sum((x * 2).sum() for x in xs), rtol=1e-5)
+    seen = set()
+    for x in xs:  # results dropped at once: the same buffers come back
+        s, _ = f(Tensor(x))
+        seen.add(id(rt.buffer_of(s.uop)))
+        del s
+    assert len(seen) <= 2
+    assert all(len(ring) <= 4 for ring in f._rings)
+
+
+def test_an_output_that_is_state_keeps_its_buffer():
+    """A returned buffer the function reads before it writes (an accumulator made at the first call) carries state
+    from replay to replay: it is not renewed."""
+    acc = Tensor.zeros(3).contiguous().realize()
+
+    @TinyJit
+    def f(x: Tensor) -> Tensor:
+        acc.assign(acc + x)
+        return acc
+
+    total = np.zeros(3, np.float32)
+    for _ in range(5):
+        x = rand(3)
+        total += x
+        out = f(Tensor(x))
+    np.testing.assert_allclose(out.numpy(), total, rtol=1e-5)
+    np.testing.assert_allclose(acc.numpy(), total, rtol=1e-5)
+    assert f.plan is not None and f.plan.fresh == ()

@@ -5,7 +5,8 @@ every kernel, then plans the replay (input slots, intermediate memory shared acr
 counters). Calls 3+ copy nothing and build no graph: they check the inputs against the captured ones and run
 the recorded programs on the new inputs' buffers, with the Variable values bound in the arguments.
 
-Outputs of a replay are views of the same buffers every time (as tinygrad): read them before the next call.
+Each replay writes its outputs into new buffers (tinygrad reuses them): a returned loss stays valid after the next
+call. An output that is state (read before it is written, or on several devices) keeps its buffer.
 Multi-device inputs (tensors on a tuple of devices) are captured too: each device's part is an input slot.
 
 Misuse that would make a replay compute something else raises JitError at the call: changed input shapes,
@@ -16,6 +17,7 @@ dtypes, devices or split axis, changed non-Tensor arguments, one buffer passed t
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -32,6 +34,7 @@ from unigrad.runtime.jit import JitError
 from unigrad.tensor import Tensor, forget_backward_roots
 
 ReturnType = TypeVar("ReturnType")
+OUTPUT_RING = 4  # buffers per renewed output kept for reuse (a loop holding the last result frees the one before)
 
 __all__ = ["JitError", "TinyJit"]
 
@@ -100,6 +103,8 @@ class TinyJit(Generic[ReturnType]):
         self._input_uops: list[UOp] = []
         self._out_structure: Any = None
         self._outputs: list[tuple[UOp, str | tuple[str, ...]]] = []  # (uop, device) of each output
+        self._fresh_uops: list[UOp] = []  # the captured BUFFERs of the outputs a replay writes into new buffers
+        self._rings: list[list[UOp]] = []  # per such output, the BUFFERs replays handed out lately
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         """As a method decorator: bind the instance (one capture per TinyJit object, as tinygrad)."""
@@ -138,7 +143,15 @@ class TinyJit(Generic[ReturnType]):
                 "replay; jit a function that computes something on its inputs"
             )
         out_bufs = {id(b) for t in outs for b in _buffers(t)}
-        self.plan = jit.plan(cap, bufs, out_bufs)
+        # a single-device output's BUFFER, by its Buffer: a replay gives it a new one (multi-device ones are kept)
+        bases = {
+            id(rt.buffer_of(b)): b
+            for t in outs
+            if isinstance(t.device, str) and (b := view_base(t.uop)).op is Ops.BUFFER
+        }
+        self.plan = jit.plan(cap, bufs, out_bufs, set(bases))
+        self._fresh_uops = [bases[id(b)] for b in self.plan.fresh]
+        self._rings = [[] for _ in self.plan.fresh]
         self._signature = [self._sig(t) for t in tensors]
         self._structure = structure
         self._input_uops = [view_base(t.uop) for t in tensors]
@@ -150,16 +163,43 @@ class TinyJit(Generic[ReturnType]):
         self._check_inputs(structure, tensors)
         for buf, n in self.plan.rng:  # the generator counter is an input: the next offsets, every replay
             buf.copyin(rng.next_state(n))
-        self.plan.run(bufs, var_vals)
+        fresh = self._output_buffers()  # this call's outputs: buffers no earlier output still holds
+        self.plan.run(bufs + [rt.buffers[u].ensure_allocated() for u in fresh], var_vals)
         rt.stats.kernels += self.plan.n_kernels
-        new_inputs = {old: view_base(t.uop) for old, t in zip(self._input_uops, tensors)}
+        new_bases = {old: view_base(t.uop) for old, t in zip(self._input_uops, tensors)}
+        new_bases.update(zip(self._fresh_uops, fresh))
         outs = []
         for u, device in self._outputs:
             base = view_base(u)
-            if base in new_inputs:  # the function returned (a view of) an input
-                u = u.substitute({base: new_inputs[base]})  # type: ignore[dict-item]
-            outs.append(Tensor(u, device=device))
+            if (new := new_bases.get(base)) is not None:  # (a view of) an input, or an output in its new buffer
+                # the usual output, RESHAPE(BUFFER), rebuilt directly
+                u = (
+                    new
+                    if u is base
+                    else u.replace(src=(new, *u.src[1:]))
+                    if u.src[0] is base
+                    else u.substitute({base: new})
+                )
+            outs.append(_tensor_of(u, device))
         return tree_fill(self._out_structure, outs)
+
+    def _output_buffers(self) -> list[UOp]:
+        """A BUFFER for each output a replay renews: one handed out before that nothing holds any more (only its
+        ring refers to it: its tensors and graphs are gone), else a new one (the ring keeps the latest few)."""
+        assert self.plan is not None
+        out = []
+        for ring, b in zip(self._rings, self.plan.fresh):
+            for i in range(len(ring)):
+                if sys.getrefcount(ring[i]) == 2:  # the ring's reference and the call's argument: free
+                    out.append(ring[i])
+                    break
+            else:
+                u = rt.new_buffer(b.size, b.dtype, b.device)
+                if len(ring) >= OUTPUT_RING:
+                    ring.pop(0)  # still held by its reader: no longer ours to reuse
+                ring.append(u)
+                out.append(u)
+        return out
 
     # ---------------------------------------------------------------- checks
     @staticmethod
@@ -211,6 +251,13 @@ def _same(a: Any, b: Any) -> bool:
         return bool(a == b)
     except Exception:  # noqa: BLE001 - objects whose == does not give a bool (numpy arrays): compare identity
         return a is b
+
+
+def _tensor_of(u: UOp, device: str | tuple[str, ...]) -> Tensor:
+    """A tensor of a replay's output: the UOp and (canonical) device as they are, without Tensor()'s parsing."""
+    t = object.__new__(Tensor)
+    t.uop, t.device, t._requires_grad, t.grad = u, device, None, None
+    return t
 
 
 def _buffers(t: Tensor) -> list[Any]:

@@ -108,6 +108,7 @@ class JitPlan:
     n_kernels: int
     intermediate_bytes: int  # memory of the planned intermediates (after reuse)
     captured_bytes: int  # what they took during the capture (no reuse)
+    fresh: tuple[Buffer, ...] = ()  # outputs each replay writes into new buffers: the slots after the inputs
 
     def __post_init__(self) -> None:
         self.calls = [_bind(prog, bufs, holes) for prog, bufs, holes in self.steps]
@@ -138,12 +139,17 @@ def _bind(
     return call
 
 
-def plan(cap: Capture, inputs: list[Buffer], outputs: set[int]) -> JitPlan:
+def plan(cap: Capture, inputs: list[Buffer], outputs: set[int], renewable: set[int] = frozenset()) -> JitPlan:
     """The replay plan of a capture. `inputs` are the caller's buffers (slots by position); `outputs` the ids
-    of buffers the function returns (kept as they are: replays write the same buffers)."""
+    of buffers the function returns. Of those, the `renewable` ones the capture made and wrote before any read
+    become slots after the inputs (JitPlan.fresh): a replay passes new buffers there, so an output of an earlier
+    call is not overwritten. Other outputs (state read before it is written) keep their buffers."""
     slot_of = {id(b): i for i, b in enumerate(inputs)}
     ids = [[id(b) for b in st.bufs] for st in cap.steps]
-    temps = [k for k in first_written(ids) if k in cap.created and k not in outputs and k not in slot_of]
+    written_first = first_written(ids)
+    fresh = [cap.created[k] for k in written_first if k in cap.created and k in renewable and k not in slot_of]
+    slot_of.update({id(b): len(inputs) + j for j, b in enumerate(fresh)})
+    temps = [k for k in written_first if k in cap.created and k not in outputs and k not in slot_of]
     # intermediates share memory across non-overlapping lifetimes (pipeline/memplan.py): planned once, reused by
     # every replay
     memory = plan_memory(ids, {k: ((cap.created[k].device, cap.created[k].dtype), cap.created[k].size) for k in temps})
@@ -168,4 +174,5 @@ def plan(cap: Capture, inputs: list[Buffer], outputs: set[int]) -> JitPlan:
         sum(1 for st in cap.steps if st.program is not None),
         sum(b.nbytes for b in pool),
         sum(cap.created[k].nbytes for k in temps),
+        tuple(fresh),
     )
