@@ -26,7 +26,7 @@ from unigrad.pipeline.isel import isel
 from unigrad.pipeline.linearize import linearize
 from unigrad.pipeline.optimize import Opt, OptError, OptOps, apply_opts, axes
 from unigrad.pipeline.rangeify import flatten_index, rangeify, unflatten_index
-from unigrad.runtime import Buffer, Device
+from unigrad.runtime import Buffer, Device, Lowered
 from unigrad.runtime import realize as rt
 
 DEVICE = "CPU"  # the device that compiles generated C
@@ -205,7 +205,7 @@ print(src[start:] if start >= 0 else src)
 # Run: compile the C, bind the kernel's PARAMs to buffers, call it. Kernel PARAM k is the CALL's source
 # k+1; a PARAM slot below the FUNCTION's argument count is one of its inputs, the others are new buffers.
 dev = Device[DEVICE]
-_, program = dev.build(name, src, sig, linear)
+program = dev.build(Lowered(name, linear, src, sig))  # the device compiles the source (the PYTHON device runs linear)
 call = calls[0]
 fn_args = fn.src[1:]
 bufs = []

@@ -457,6 +457,8 @@ class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, Rand
             self.uop = Tensor(data, device=self.device[0], dtype=dtype).shard(self.device).uop
         else:
             self.uop = self._data_uop(data, to_dtype(dtype) if dtype is not None else None)
+        if isinstance(data, UOp):  # a graph (detach(), a gradient): may read buffers an assign writes later
+            _made.append(_weakref(self))
         if requires_grad is not None:
             self.requires_grad = requires_grad
 

@@ -302,3 +302,10 @@ def test_model_output_read_after_the_optimizer_step_matches_torch():
 
     ours = run(unigrad, unigrad.nn, unigrad.optim, unigrad.nn.functional)
     np.testing.assert_allclose(ours, run(torch, torch.nn, torch.optim, torch.nn.functional), rtol=1e-5)
+
+
+def test_a_detached_value_keeps_its_values_too():
+    a = Tensor(np.arange(3, dtype=np.float32)).realize()
+    d = (a * 3).detach()  # Tensor(DETACH(...)): made by the constructor, not an op
+    a.assign(a - 5).realize()
+    np.testing.assert_array_equal(d.numpy(), np.arange(3) * 3)
