@@ -251,3 +251,13 @@ def test_index_and_format_like_torch():
             f"{unigrad.tensor(value):.2f}"
         with pytest.raises(TypeError, match="format"):
             f"{torch.tensor(value):.2f}"
+
+
+def test_autocast_off_runs_the_region_and_on_says_what_to_do():
+    x = unigrad.ones(2, 2)
+    with unigrad.autocast("cpu", enabled=False):
+        y = (x @ x).numpy()
+    assert y.dtype == np.float32 and (y == 2).all()
+    assert unigrad.autocast("cpu", enabled=False)(lambda: 3)() == 3
+    with pytest.raises(NotImplementedError, match=r"autocast\('cpu'\): automatic mixed precision is not implemented"):
+        unigrad.autocast("cpu", dtype=unigrad.bfloat16)

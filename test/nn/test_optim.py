@@ -929,3 +929,18 @@ def test_scheduler_arguments_are_checked():
     with pytest.raises(ValueError, match="tried to step 3 times; the specified number of total steps is 2"):
         sched.step()
     assert optim.lr_scheduler.StepLR is optim.StepLR  # torch's module path: nn.optim.lr_scheduler.StepLR
+
+
+def test_zero_grad_keeping_zeros_matches_torch():
+    """zero_grad(set_to_none=False): the gradients become zeros, so a step without a new backward still moves the
+    parameters by their momentum, as torch's does."""
+    w0 = np.random.default_rng(5).standard_normal((3, 2)).astype(np.float32)
+    uw, tw = Tensor(w0.copy(), requires_grad=True), torch.tensor(w0, requires_grad=True)
+    uo, to = optim.SGD([uw], lr=0.1, momentum=0.9), torch.optim.SGD([tw], lr=0.1, momentum=0.9)
+    for w, o in ((uw, uo), (tw, to)):
+        (w * w).sum().backward()
+        o.step()
+        o.zero_grad(set_to_none=False)
+        o.step()  # zero gradient: the momentum alone
+    assert uw.grad is not None and not uw.grad.numpy().any()
+    np.testing.assert_allclose(uw.numpy(), tw.detach().numpy(), rtol=1e-6)

@@ -36,6 +36,7 @@ __all__ = [
     "initial_seed",
     "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled",
+    "autocast",
 ]
 
 
@@ -199,3 +200,27 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
 
 def are_deterministic_algorithms_enabled() -> bool:
     return _deterministic[0]
+
+
+class autocast:
+    """torch.autocast: `autocast(device_type, dtype=None, enabled=True)` as a context manager or decorator.
+    unigrad has no automatic mixed precision: enabled=False (the form code uses to switch it off, or to keep a
+    region in full precision) runs the region as written; enabled=True raises, naming what to do instead, as its
+    results would silently keep float32 where torch gives float16/bfloat16."""
+
+    def __init__(self, device_type: str = "cpu", dtype: Any = None, enabled: bool = True, cache_enabled: Any = None):
+        if enabled:
+            raise NotImplementedError(
+                f"autocast({device_type!r}): automatic mixed precision is not implemented in unigrad; run in full "
+                "precision (drop the autocast, or pass enabled=False), or cast the model and inputs yourself "
+                "(model.half(), x.to(unigrad.bfloat16))"
+            )
+
+    def __enter__(self) -> autocast:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def __call__(self, fn: Any) -> Any:
+        return fn

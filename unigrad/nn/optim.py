@@ -311,8 +311,10 @@ class Optimizer:
 
     # ------------------------------------------------------------ steps
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Drop the gradients (set_to_none=False: zeros in their place, as torch, so the next step still updates
+        those parameters: momentum and Adam's moments go on with a zero gradient)."""
         for p in self.params:
-            p.grad = None
+            p.grad = None if set_to_none or p.grad is None else p.grad.zeros_like()
 
     def step(self, closure: Callable[[], Tensor] | None = None) -> Tensor | None:
         """Update every parameter that has a gradient, in one schedule. A closure (torch's) is called first: it
