@@ -221,13 +221,21 @@ def _stale_readers(ts: tuple[Tensor, ...]) -> list[Tensor]:
     them. A view (movement ops over a buffer: `u[1:]`) is no reader: it shows the buffer, as torch's views do."""
     pending = set(_assign_owner.keys())
     written = {_buffer_under(a.src[0]) for a in pending}
-    out = []
-    for t in _live_made():
-        if t.uop in pending or view_base(t.uop).op in (Ops.BUFFER, Ops.AFTER) or any(t is o for o in ts):
-            continue
-        if any(n in written for n in t.uop.toposort(gate=lambda n: n not in pending)):
-            out.append(t)
-    return out
+    given = {id(o) for o in ts}
+    candidates = [
+        t
+        for t in _live_made()
+        if id(t) not in given and t.uop not in pending and view_base(t.uop).op not in (Ops.BUFFER, Ops.AFTER)
+    ]
+    if not candidates:
+        return []
+    # one walk over all their graphs (they share most nodes): a node reads a written buffer when it is one or a
+    # source does, not looking through the pending assigns
+    reads: set[UOp] = set()
+    for n in UOp(Ops.SINK, tuple(t.uop for t in candidates)).toposort(gate=lambda n: n not in pending):
+        if n in written or (n not in pending and not reads.isdisjoint(n.src)):
+            reads.add(n)
+    return [t for t in candidates if t.uop in reads]
 
 
 # the .grad tensors of the latest backward() calls, by id, until one of them is realized: then all of them are
