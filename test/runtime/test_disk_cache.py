@@ -211,11 +211,25 @@ def test_folder_is_bounded_least_recently_used_first(tmp_path, monkeypatch):
 
 
 def test_saves_prune_their_folder(tmp_path, monkeypatch):
-    monkeypatch.setattr(disk_cache, "PRUNE_EVERY", 4)
+    """The size is looked at after a sixteenth of CACHE_MB written (here 64 KiB: each save), and at the first write
+    of a process when no one has for a day."""
     cache = disk_cache.DiskCache("bounded")
+    scans = []
+    real = disk_cache.prune
+    monkeypatch.setattr(disk_cache, "prune", lambda folder, suffix: scans.append(folder) or real(folder, suffix))
     with Context(CACHEDIR=str(tmp_path), CACHE_MB=1, DISABLE_COMPILER_CACHE=0):
         for i in range(40):
             cache.save(cache.key(str(i)), b"z" * 100_000)
-        assert sum(p.stat().st_size for p in (tmp_path / "bounded").glob("*.pkl")) <= (1 << 20) + 4 * 100_100
+        assert sum(p.stat().st_size for p in (tmp_path / "bounded").glob("*.pkl")) <= (1 << 20) + 100_100
+        assert len(scans) == 40
+    scans.clear()
+    with Context(CACHEDIR=str(tmp_path), CACHE_MB=1024, DISABLE_COMPILER_CACHE=0):
+        for i in range(40):
+            cache.save(cache.key(f"small{i}"), b"s" * 1000)  # 40 KB of 1 GiB, stamped just now: no scan
+        assert not scans
+        os.utime(tmp_path / "bounded" / disk_cache.STAMP, (0, 0))  # nobody looked for a day ...
+        disk_cache._written.pop(str(tmp_path / "bounded"))  # ... and this is a new process's first write
+        cache.save(cache.key("late"), b"l")
+        assert len(scans) == 1
         assert cache.load(cache.key("39"), bytes) == b"z" * 100_000
         assert cache.load(cache.key("39"), str) is None  # not the kind asked for: a miss

@@ -209,8 +209,8 @@ class CCompiler(Compiler):
             raise RuntimeError(f"{self.cc} failed to compile a generated kernel:\n{proc.stderr.decode()}\n{src}")
         os.replace(tmp, out)  # atomic: parallel compiles of the same kernel are safe
         self.compiles += 1
-        if self.compiles % disk_cache.PRUNE_EVERY == 0 and not config.DISABLE_COMPILER_CACHE.value:
-            disk_cache.prune(cache, ".so")  # bounded as the other disk caches (CACHE_MB)
+        if not config.DISABLE_COMPILER_CACHE.value:
+            disk_cache.note_written(cache, ".so", out.stat().st_size)  # bounded as the other disk caches (CACHE_MB)
         return out
 
 
