@@ -161,8 +161,8 @@ class TinyJit(Generic[ReturnType]):
     def _replay(self, structure: Any, tensors: list[Tensor], bufs: list[Any], var_vals: dict[str, int]) -> Any:
         assert self.plan is not None
         self._check_inputs(structure, tensors)
-        for buf, n in self.plan.rng:  # the generator counter is an input: the next offsets, every replay
-            buf.copyin(rng.next_state(n))
+        for buf, n, state in self.plan.rng:  # the generator counter is an input: the next offsets, every replay
+            buf.copyin(rng.next_state(n, state))
         fresh = self._output_buffers()  # this call's outputs: buffers no earlier output still holds
         self.plan.run(bufs + [rt.buffers[u].ensure_allocated() for u in fresh], var_vals)
         rt.stats.kernels += self.plan.n_kernels

@@ -35,11 +35,28 @@ _rng = _RNGState()
 _MANTISSA_BITS = {dtypes.float64: 53, dtypes.float32: 24, dtypes.float16: 11, dtypes.bfloat16: 8}
 
 
-def next_state(n: int) -> np.ndarray:
-    """[offset, seed] of the generator's next draw of n values; advances the offset by n."""
-    offset = _rng.counter
-    _rng.counter += n
-    return np.array([offset, _rng.seed], dtype=np.uint64)
+def next_state(n: int, state: _RNGState | None = None) -> np.ndarray:
+    """[offset, seed] of the next draw of n values from `state` (the global generator by default); advances its
+    offset by n."""
+    st = _rng if state is None else state
+    offset = st.counter
+    st.counter += n
+    return np.array([offset, st.seed], dtype=np.uint64)
+
+
+def new_state(seed: int = 0) -> _RNGState:
+    """The draw state of a torch.Generator (unigrad.Generator): its own seed and counter."""
+    return _RNGState(int(seed) & 0xFFFFFFFFFFFFFFFF, 0)
+
+
+def _state_of(generator: Any) -> _RNGState:
+    """The draw state a random op uses: the global generator's, or `generator`'s own (torch's generator=)."""
+    if generator is None:
+        return _rng
+    st = getattr(generator, "rng_state", None)
+    if not isinstance(st, _RNGState):
+        raise TypeError(f"generator: expected a unigrad.Generator (torch.Generator), got {type(generator).__name__}")
+    return st
 
 
 def _shape(shape: tuple[Any, ...]) -> tuple[sint, ...]:
@@ -67,26 +84,28 @@ class RandomMixin:
         _rng.seed, _rng.counter = int(seed) & 0xFFFFFFFFFFFFFFFF, 0
 
     @staticmethod
-    def _random_bits(n: int, device: str | None) -> Tensor:
-        """n uint64 words: THREEFRY(offset + i, seed) for i < n."""
+    def _random_bits(n: int, device: str | None, generator: Any = None) -> Tensor:
+        """n uint64 words: THREEFRY(offset + i, seed) for i < n, from the global generator or `generator`."""
         from unigrad.tensor import Tensor
 
         # the offset and the seed are data (tiny buffers), not constants: every draw of a shape reuses one kernel,
         # and a TinyJit replay writes the next offset into the same buffer (the counter is an input)
-        state = Tensor(next_state(n), device=device)
+        st = _state_of(generator)
+        state = Tensor(next_state(n, st), device=device)
         if jit.capturing() is not None:
-            jit.note_rng(rt.buffer_of(state.uop), n)
+            jit.note_rng(rt.buffer_of(state.uop), n, st)
         counters = Tensor.arange(n, dtype=dtypes.uint64, device=device) + state[0]
         return counters._alu(Ops.THREEFRY, state[1].expand(n) if n else counters)
 
     @staticmethod
     def rand(*shape: Any, dtype: DType | str | None = None, device: str | None = None, **kw: Any) -> Tensor:
-        """Uniform in [0, 1): the top mantissa+1 bits of each word, scaled by 2**-(mantissa+1)."""
+        """Uniform in [0, 1): the top mantissa+1 bits of each word, scaled by 2**-(mantissa+1). `generator=`
+        draws from a unigrad.Generator's own state (as torch's) instead of the global one."""
         s = _shape(shape)
         dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
         bits = _MANTISSA_BITS.get(dt, 24)  # so that the largest draw rounds below 1 in dt
         full = tuple(smax(d) for d in s)  # symbolic dims: draw for their largest size, keep the leading part
-        words = RandomMixin._random_bits(math.prod(full), device)
+        words = RandomMixin._random_bits(math.prod(full), device, kw.get("generator"))
         work = dtypes.float64 if dt is dtypes.float64 else dtypes.float32
         out = (words >> (64 - bits)).cast(work) * (2.0**-bits)
         t = out.cast(dt).reshape(full)
@@ -96,14 +115,15 @@ class RandomMixin:
 
     @staticmethod
     def uniform(*shape: Any, low: float = 0.0, high: float = 1.0, dtype: Any = None, **kw: Any) -> Tensor:
-        t = RandomMixin.rand(*shape, dtype=dtype, device=kw.get("device")) * (high - low) + low
+        t = RandomMixin.rand(*shape, dtype=dtype, device=kw.get("device"), generator=kw.get("generator"))
+        t = t * (high - low) + low
         return t.requires_grad_(kw["requires_grad"]) if kw.get("requires_grad") else t
 
     @staticmethod
     def randn(*shape: Any, dtype: DType | str | None = None, device: str | None = None, **kw: Any) -> Tensor:
         """Standard normal by Box-Muller: sqrt(-2 ln(1 - u1)) * cos(2 pi u2)."""
         s = _shape(shape)
-        u = RandomMixin.rand(2, *s, dtype=dtypes.float32, device=device)
+        u = RandomMixin.rand(2, *s, dtype=dtypes.float32, device=device, generator=kw.get("generator"))
         u1, u2 = u[0], u[1]
         z = ((1 - u1).log() * -2).sqrt() * (u2 * (2 * math.pi)).cos()
         t = z.cast(to_dtype(dtype) if dtype is not None else dtypes.default_float)
@@ -111,15 +131,17 @@ class RandomMixin:
 
     @staticmethod
     def normal(*shape: Any, mean: float = 0.0, std: float = 1.0, dtype: Any = None, **kw: Any) -> Tensor:
-        t = RandomMixin.randn(*shape, dtype=dtype, device=kw.get("device")) * std + mean
+        t = RandomMixin.randn(*shape, dtype=dtype, device=kw.get("device"), generator=kw.get("generator")) * std + mean
         return t.requires_grad_(kw["requires_grad"]) if kw.get("requires_grad") else t
 
     @staticmethod
-    def randint(*shape: Any, low: int = 0, high: int = 10, dtype: Any = None, device: str | None = None) -> Tensor:
+    def randint(
+        *shape: Any, low: int = 0, high: int = 10, dtype: Any = None, device: str | None = None, generator: Any = None
+    ) -> Tensor:
         """Integers uniform in [low, high) from 53-bit uniforms (bias below 2**-53 * (high - low))."""
         if high <= low:
             raise RuntimeError(f"randint: need low < high, got [{low}, {high})")
-        u = RandomMixin.rand(*shape, dtype=dtypes.float64, device=device)
+        u = RandomMixin.rand(*shape, dtype=dtypes.float64, device=device, generator=generator)
         return (u * (high - low)).floor().cast(to_dtype(dtype) if dtype is not None else dtypes.int64) + low
 
     @staticmethod
@@ -147,9 +169,9 @@ class RandomMixin:
         return RandomMixin.uniform(*shape, low=-bound, high=bound, **kw)
 
     @staticmethod
-    def randperm(n: int, device: str | None = None, dtype: Any = None) -> Tensor:
+    def randperm(n: int, device: str | None = None, dtype: Any = None, generator: Any = None) -> Tensor:
         """A random permutation of range(n): the order that sorts n uniforms."""
-        order = RandomMixin.rand(n, dtype=dtypes.float64, device=device).argsort()
+        order = RandomMixin.rand(n, dtype=dtypes.float64, device=device, generator=generator).argsort()
         return order.cast(to_dtype(dtype)) if dtype is not None else order
 
     def rand_like(self: Tensor, dtype: Any = None) -> Tensor:
@@ -158,7 +180,7 @@ class RandomMixin:
     def randn_like(self: Tensor, dtype: Any = None) -> Tensor:
         return RandomMixin.randn(*self.shape, dtype=dtype or self.dtype, device=self.device)
 
-    def multinomial(self: Tensor, num_samples: int = 1, replacement: bool = False) -> Tensor:
+    def multinomial(self: Tensor, num_samples: int = 1, replacement: bool = False, *, generator: Any = None) -> Tensor:
         """Draw indices by the rows' weights: inverse-CDF with replacement; without it, the Gumbel top-k trick
         (the largest log(p) - log(-log u) are a weighted sample without replacement)."""
         if self.ndim not in (1, 2) or num_samples < 1:
@@ -169,10 +191,10 @@ class RandomMixin:
         if replacement or num_samples == 1:
             cdf = w._float().cumsum(1)
             cdf = cdf / cdf[:, -1:]
-            u = RandomMixin.rand(w.shape[0], num_samples, 1, device=self.device)
+            u = RandomMixin.rand(w.shape[0], num_samples, 1, device=self.device, generator=generator)
             out = (u > cdf.unsqueeze(1)).sum(2)
         else:
-            u = RandomMixin.rand(*w.shape, device=self.device)
+            u = RandomMixin.rand(*w.shape, device=self.device, generator=generator)
             keys = w._float().log() - (-(1 - u).log()).log()
             out = keys.topk(num_samples, 1)[1]
         out = out.cast(dtypes.int64)

@@ -275,10 +275,8 @@ def rand(
     device: str | None = None,
     requires_grad: builtins.bool = False,
 ) -> Tensor:
-    """Uniform in [0, 1). `generator` is not supported (seed with manual_seed)."""
-    if generator is not None:
-        raise NotImplementedError("rand(): generator is not supported; use unigrad.manual_seed")
-    return _grad(Tensor.rand(*_shape(size, "rand"), dtype=dtype, device=device), requires_grad)
+    """Uniform in [0, 1) (from `generator`'s own state when given)."""
+    return _grad(Tensor.rand(*_shape(size, "rand"), dtype=dtype, device=device, generator=generator), requires_grad)
 
 
 def randn(
@@ -288,10 +286,8 @@ def randn(
     device: str | None = None,
     requires_grad: builtins.bool = False,
 ) -> Tensor:
-    """Standard normal. `generator` is not supported (seed with manual_seed)."""
-    if generator is not None:
-        raise NotImplementedError("randn(): generator is not supported; use unigrad.manual_seed")
-    return _grad(Tensor.randn(*_shape(size, "randn"), dtype=dtype, device=device), requires_grad)
+    """Standard normal (from `generator`'s own state when given)."""
+    return _grad(Tensor.randn(*_shape(size, "randn"), dtype=dtype, device=device, generator=generator), requires_grad)
 
 
 def randint(
@@ -303,8 +299,6 @@ def randint(
     requires_grad: builtins.bool = False,
 ) -> Tensor:
     """torch.randint(high, size) or randint(low, high, size): integers in [low, high), int64 by default."""
-    if generator is not None:
-        raise NotImplementedError("randint(): generator is not supported; use unigrad.manual_seed")
     if size is None:
         if not args:
             raise TypeError("randint(): missing the size argument (randint(low=0, high, size))")
@@ -315,14 +309,20 @@ def randint(
     if high <= low:
         raise RuntimeError(f"randint(): random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     shape = _shape((size,), "randint")
-    return _grad(Tensor.randint(*shape, low=low, high=high, dtype=dtype or dtypes.int64, device=device), requires_grad)
+    out = Tensor.randint(*shape, low=low, high=high, dtype=dtype or dtypes.int64, device=device, generator=generator)
+    return _grad(out, requires_grad)
 
 
 def randperm(
-    n: int, *, dtype: DType | str | None = None, device: str | None = None, requires_grad: builtins.bool = False
+    n: int,
+    *,
+    generator: Any = None,
+    dtype: DType | str | None = None,
+    device: str | None = None,
+    requires_grad: builtins.bool = False,
 ) -> Tensor:
     """A random permutation of 0..n-1 (int64 by default)."""
-    return _grad(Tensor.randperm(n, device=device, dtype=dtype or dtypes.int64), requires_grad)
+    return _grad(Tensor.randperm(n, device=device, dtype=dtype or dtypes.int64, generator=generator), requires_grad)
 
 
 def full_like(
@@ -1359,8 +1359,6 @@ def normal(
     normal(mean, std_tensor) and normal(mean_tensor, std_tensor), shaped as the tensors broadcast. The tensor forms
     are mean + std * randn, so gradients reach mean and std as torch's do. A negative float std raises; a tensor
     std is not checked (that would read it back)."""
-    if generator is not None:
-        raise NotImplementedError("normal(): generator is not supported; use unigrad.manual_seed")
     if not isinstance(std, Tensor) and std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     tensors = [x for x in (mean, std) if isinstance(x, Tensor)]
@@ -1368,7 +1366,8 @@ def normal(
         if size is None:
             raise TypeError("normal(): with a float mean and std, the size argument is required")
         shape = _shape((size,), "normal")
-        return _grad(Tensor.normal(*shape, mean=mean, std=std, dtype=dtype, device=device), requires_grad)
+        out = Tensor.normal(*shape, mean=mean, std=std, dtype=dtype, device=device, generator=generator)
+        return _grad(out, requires_grad)
     if size is not None or dtype is not None:
         raise TypeError("normal(): size and dtype are taken only with a float mean and std; here the tensors set them")
     for x in tensors:
@@ -1379,7 +1378,7 @@ def normal(
 
     dt = least_upper_dtype(*(x.dtype for x in tensors))
     shape = _broadcast_shape("normal", *(x.shape for x in tensors))
-    noise = Tensor.randn(*shape, dtype=dt, device=tensors[0].device)
+    noise = Tensor.randn(*shape, dtype=dt, device=tensors[0].device, generator=generator)
     return noise * std + mean
 
 
@@ -1396,8 +1395,6 @@ def randint_like(
     """Integers in [low, high) in input's shape (and dtype unless given): randint_like(input, high) or
     randint_like(input, low, high)."""
     x = _t(input, "randint_like")
-    if generator is not None:
-        raise NotImplementedError("randint_like(): generator is not supported; use unigrad.manual_seed")
     if high is None:
         if low is None:
             raise TypeError("randint_like(): missing the high argument (randint_like(input, low=0, high))")
@@ -1405,7 +1402,9 @@ def randint_like(
     low = 0 if low is None else low
     if high <= low:
         raise RuntimeError(f"randint_like(): expects 'low' to be less than 'high', but got low={low} >= high={high}")
-    t = Tensor.randint(*x.shape, low=low, high=high, dtype=dtype or x.dtype, device=device or x.device)
+    t = Tensor.randint(
+        *x.shape, low=low, high=high, dtype=dtype or x.dtype, device=device or x.device, generator=generator
+    )
     return _grad(t, requires_grad)
 
 

@@ -43,7 +43,7 @@ class Capture:
 
     steps: list[CapturedStep] = field(default_factory=list)
     created: dict[int, Buffer] = field(default_factory=dict)
-    rng: list[tuple[Buffer, int]] = field(default_factory=list)  # (counter buffer, values drawn from it)
+    rng: list[tuple[Buffer, int, Any]] = field(default_factory=list)  # (counter buffer, values drawn, draw state)
     var_vals: dict[str, int] = field(default_factory=dict)
 
 
@@ -93,9 +93,9 @@ def note_buffer(buf: Buffer) -> None:
         _active.created[id(buf)] = buf
 
 
-def note_rng(buf: Buffer, n: int) -> None:
+def note_rng(buf: Buffer, n: int, state: Any = None) -> None:
     if _active is not None:
-        _active.rng.append((buf, n))
+        _active.rng.append((buf, n, state))
 
 
 @record
@@ -104,7 +104,7 @@ class JitPlan:
 
     steps: list[tuple[Callable[..., None] | None, list[Buffer | None], list[tuple[int, int]]]]
     var_vals: dict[str, int]
-    rng: list[tuple[Buffer, int]]
+    rng: list[tuple[Buffer, int, Any]]  # (counter buffer, values drawn, the generator's draw state)
     n_kernels: int
     intermediate_bytes: int  # memory of the planned intermediates (after reuse)
     captured_bytes: int  # what they took during the capture (no reuse)

@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from unigrad.api.random import new_state
 from unigrad.dtype import dtypes
 from unigrad.tensor import Tensor
 
@@ -121,14 +122,18 @@ def _seed_of(generator: Any) -> int:
 
 
 class Generator:
-    """torch.Generator's seeding interface, for samplers and random_split: `Generator().manual_seed(0)`. Each
-    draw from it advances its state, so successive epochs differ and a reseed repeats them."""
+    """torch.Generator: `Generator().manual_seed(0)`, for samplers and random_split, and for the random tensor ops'
+    `generator=` (rand, randn, randint, randperm, normal, multinomial draw from its own counter-based state, apart
+    from the global one). Each draw from it advances its state, so successive epochs differ and a reseed repeats
+    them."""
 
     def __init__(self, device: str = "CPU") -> None:
         self._seed = self._state = 0
+        self.rng_state = new_state(0)  # what random tensor ops draw from with generator=self
 
     def manual_seed(self, seed: int) -> Generator:
         self._seed = self._state = int(seed)
+        self.rng_state = new_state(self._seed)
         return self
 
     def initial_seed(self) -> int:
