@@ -261,6 +261,34 @@ def test_conv1d_conv3d(rng):
     close(Tensor(x).conv3d(Tensor(w)), F.conv3d(torch.tensor(x), torch.tensor(w)), atol=1e-4)
 
 
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_unbatched_conv_matches_torch(rng, dims):
+    """An input without its batch dim (C_in, *spatial), as torch takes it: (C_out, *out), forward and backward, for
+    nn.Conv*d and conv_transpose2d."""
+    import unigrad
+
+    spatial, kernel = (7, 6, 5)[:dims], (3, 2, 2)[:dims]
+    x, w, b = randn(rng, 4, *spatial), randn(rng, 6, 2, *kernel), randn(rng, 6)
+    ux, uw, ub = (Tensor(a, requires_grad=True) for a in (x, w, b))
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dims]
+    ours, want = ux.conv2d(uw, ub, groups=2, padding=1), conv(tx, tw, tb, groups=2, padding=1)
+    close(ours, want, atol=1e-4)
+    (ours * ours).sum().backward()
+    (want * want).sum().backward()
+    for u, t in ((ux, tx), (uw, tw), (ub, tb)):
+        np.testing.assert_allclose(u.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=1e-4)
+    module = {1: unigrad.nn.Conv1d, 2: unigrad.nn.Conv2d, 3: unigrad.nn.Conv3d}[dims](4, 3, 2)
+    assert module(Tensor(x)).shape == (3, *(s - 1 for s in spatial))
+    if dims == 2:
+        wt = randn(rng, 4, 3, 3, 3)
+        close(
+            Tensor(x).conv_transpose2d(Tensor(wt), stride=2),
+            F.conv_transpose2d(torch.tensor(x), torch.tensor(wt), stride=2),
+            atol=1e-4,
+        )
+
+
 @pytest.mark.parametrize("kw", [dict(), dict(stride=2), dict(stride=2, padding=1, output_padding=1), dict(groups=2)])
 def test_conv_transpose2d(rng, kw):
     x, w = randn(rng, 2, 4, 5, 6), randn(rng, 4, 3 if "groups" not in kw else 3, 3, 3)

@@ -536,8 +536,11 @@ class NNMixin:
         padding: int | Sequence[int] | str = 0,
     ) -> Tensor:
         """N-d convolution (1-d, 2-d, 3-d by the weight's rank): x (N, C_in, *s), weight (C_out, C_in/groups,
-        *k) -> (N, C_out, *o): the pooled input times the weight, summed over (C_in/groups, *k)."""
+        *k) -> (N, C_out, *o): the pooled input times the weight, summed over (C_in/groups, *k). An unbatched
+        input (C_in, *s) gives (C_out, *o), as torch's."""
         n = weight.ndim - 2
+        if n >= 1 and self.ndim == n + 1:
+            return self.unsqueeze(0).conv2d(weight, bias, groups, stride, dilation, padding).squeeze(0)
         if n < 1 or self.ndim != n + 2:
             raise RuntimeError(
                 f"conv: input {self.shape} and weight {weight.shape}: expected a weight (C_out, C_in/groups, *kernel) "
@@ -578,8 +581,12 @@ class NNMixin:
         output_padding: int | Sequence[int] = 0,
     ) -> Tensor:
         """Transposed convolution: zeros inserted between inputs (stride), padded by d*(k-1)-p, then a
-        convolution with the flipped kernel and in/out channels swapped; weight (C_in, C_out/groups, *k)."""
+        convolution with the flipped kernel and in/out channels swapped; weight (C_in, C_out/groups, *k). An
+        unbatched input (C_in, *s) gives (C_out, *o), as torch's."""
         n = weight.ndim - 2
+        if n >= 1 and self.ndim == n + 1:
+            out = self.unsqueeze(0).conv_transpose2d(weight, bias, groups, stride, dilation, padding, output_padding)
+            return out.squeeze(0)
         s_, d_ = _tuple(stride, n, "conv_transpose stride"), _tuple(dilation, n, "conv_transpose dilation")
         p_, op_ = _tuple(padding, n, "conv_transpose padding"), _tuple(output_padding, n, "output_padding")
         cin, cout_g, k_ = weight.shape[0], weight.shape[1], weight.shape[2:]
