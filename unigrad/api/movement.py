@@ -488,34 +488,35 @@ def _scatter_dim(self: Tensor, op: str, dim: int, index: Tensor) -> int:
 # ---------------------------------------------------------------- the mixin
 
 
-def _check_positions(op: str, index: Tensor, d: int, n: int, negative: bool) -> None:
-    """Have the next realize raise torch's error when an entry of `index` is no position of dim d of size n: outside
-    [-n, n) with negative counting from the end (indexing: IndexError), else outside [0, n) (gather: RuntimeError).
-    Unchecked, the indirect load reads 0: a silently wrong result."""
+def _check_positions(
+    op: str,
+    index: Tensor,
+    d: int | None,
+    n: int,
+    negative: bool,
+    kind: type[Exception] | None = None,
+    verb: str = "out of bounds",
+) -> None:
+    """Have the next realize raise torch's error when an entry of `index` is no position of dim d of size n (d None:
+    of the flattened tensor of n elements): outside [-n, n) with negative counting from the end (indexing:
+    IndexError), else outside [0, n) (gather: RuntimeError), unless `kind` is given. Unchecked, the indirect load
+    reads 0: a silently wrong result."""
     from unigrad.tensor import check_range
 
-    kind = IndexError if negative else RuntimeError
+    err = kind or (IndexError if negative else RuntimeError)
+    where = f"dimension {d} with size {n}" if d is not None else f"a tensor of {n} elements"
 
     def error(count: int, value: int) -> Exception:
-        return kind(f"{op}: index {value} is out of bounds for dimension {d} with size {n} ({count} such index(es))")
+        return err(f"{op}: index {value} is {verb} for {where} ({count} such index(es))")
 
     check_range(index, -n if negative else 0, n, error)
 
 
 def _check_index_range(op: str, index: Tensor, n: int | UOp, dim: int | None = None, negative: bool = True) -> None:
-    """Have the next realize raise torch's IndexError when an entry of `index` is outside [-n, n) (the positions of
-    dimension `dim`, or of the flattened tensor; [0, n) when negative=False): deferred as _check_positions, so the
-    call itself reads no values."""
-    if not isinstance(n, int):
-        return  # a symbolic size: the bound is not known until the Variables are bound
-    from unigrad.tensor import check_range
-
-    where = f"dimension {dim} with size {n}" if dim is not None else f"a tensor of {n} elements"
-
-    def error(count: int, value: int) -> Exception:
-        return IndexError(f"{op}: index {value} is out of range for {where} ({count} such index(es))")
-
-    check_range(index, -n if negative else 0, n, error)
+    """torch's IndexError for the index-tensor ops (index_select, index_fill, index_add, index_put, take): an entry
+    outside [-n, n) ([0, n) when negative=False), checked at the next realize (_check_positions)."""
+    if isinstance(n, int):  # a symbolic size is not known until the Variables are bound
+        _check_positions(op, index, dim, n, negative, IndexError, "out of range")
 
 
 def _gather(x: Tensor, dim: int, index: Tensor, check: bool) -> Tensor:

@@ -29,12 +29,8 @@ def callify(sink: UOp) -> UOp:
     A node with no input below it is marked `closed`, and later walks take it as it is (constants and shapes are
     shared by many graphs). The walk recurses, about a third faster than an explicit stack; a graph too deep
     for the interpreter's recursion limit takes the iterative walk instead."""
-    try:
-        walk = _Walk()
-        body = walk.rebuild(sink)
-    except RecursionError:
-        walk = _Walk()
-        body = walk.rebuild_iterative(sink)
+    walk = _Walk()
+    body = walk.rebuild_any(sink)
     bound = sorted(walk.bound, key=lambda v: v.arg.name)
     return UOp(Ops.FUNCTION, (UOp(Ops.TUPLE, body.src), *walk.args, *bound))
 
@@ -93,7 +89,8 @@ class _Walk:
         return body.rebuild_any(fn.src[0].src[call.arg])
 
     def rebuild_any(self, u: UOp) -> UOp:
-        """rebuild(), or the iterative walk for a graph deeper than the recursion limit."""
+        """rebuild(), or the iterative walk for a graph deeper than the recursion limit (it goes on from what the
+        recursion finished: the memo holds only finished nodes, the inputs keep their slots)."""
         try:
             return self.rebuild(u)
         except RecursionError:
