@@ -61,6 +61,12 @@ SPEC = _knob("SPEC", int, 0, "1 runs the verifier (ir/spec.py) after every pipel
 BEAM = _knob("BEAM", int, 0, "beam width of the kernel search (0 = hand-coded heuristics)")
 NOOPT = _knob("NOOPT", int, 0, "1 disables kernel optimizations")
 THREADS = _knob("THREADS", int, 0, "worker threads per kernel (0 = one per core, 1 = off)")
+FLAVOR = _knob(
+    "FLAVOR", str, "tinygrad", "whose semantics where tinygrad and torch differ: tinygrad (native) or torch (facade)"
+)
+DEFAULT_FLOAT = _knob("DEFAULT_FLOAT", str, "float32", "dtype of floats made without one (float32, HALF, ...)")
+DEFAULT_INT = _knob("DEFAULT_INT", str, "", "dtype of ints made without one; empty: the flavor's (int32 / int64)")
+TRAINING = _knob("TRAINING", int, 0, "tinygrad's train mode: dropout active, optimizers may step (Tensor.training)")
 POOL_SPIN_US = _knob(
     "POOL_SPIN_US", int, 1000, "microseconds an idle worker thread polls for the next kernel before it sleeps"
 )

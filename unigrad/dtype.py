@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Final
 
+from unigrad import config
 from unigrad.helpers import record
 
 ConstType = bool | int | float
@@ -85,7 +86,46 @@ def dtype_max(dt: DType) -> ConstType:
     return math.inf
 
 
-class dtypes:
+class _DefaultDtypes(type):
+    """`dtypes.default_float` and `dtypes.default_int` read the knobs DEFAULT_FLOAT and DEFAULT_INT (scoped with
+    `Context(DEFAULT_FLOAT="half")`); an empty DEFAULT_INT means the flavor's (int32 native, int64 under the torch
+    facade: unigrad/flavor.py). Assigning either (tinygrad's `dtypes.default_float = dtypes.float16`, torch's
+    set_default_dtype) sets the knob."""
+
+    @property
+    def default_float(cls) -> DType:
+        return _dtype_knob(config.DEFAULT_FLOAT)
+
+    @default_float.setter
+    def default_float(cls, dt: DType) -> None:
+        if not isinstance(dt, DType) or not dt.is_float:
+            raise TypeError(f"dtypes.default_float: expected a float dtype, got {dt!r}")
+        config.DEFAULT_FLOAT.value = dt.name
+
+    @property
+    def default_int(cls) -> DType:
+        if not config.DEFAULT_INT.value:
+            from unigrad import flavor
+
+            return flavor.current().default_int
+        return _dtype_knob(config.DEFAULT_INT)
+
+    @default_int.setter
+    def default_int(cls, dt: DType) -> None:
+        if not isinstance(dt, DType) or not dt.is_int or dt.name == "index":
+            raise TypeError(f"dtypes.default_int: expected an integer dtype, got {dt!r}")
+        config.DEFAULT_INT.value = dt.name
+
+
+def _dtype_knob(knob: config.Knob) -> DType:
+    """The dtype a knob names, any case (tinygrad's DEFAULT_FLOAT=HALF)."""
+    dt = getattr(dtypes, str(knob.value).lower(), None)
+    if not isinstance(dt, DType):
+        raise ValueError(f"{knob.name}={knob.value!r} names no dtype (float32, half, bfloat16, ...)")
+    return dt
+
+
+class dtypes(metaclass=_DefaultDtypes):
     """Namespace of every dtype under the names users know."""
 
     bool: Final = DType("bool", 1, "b", "?")
@@ -117,9 +157,6 @@ class dtypes:
     uint = uint32
     ulong = uint64
 
-    default_float: DType = float32
-    default_int: DType = int64
-
     @staticmethod
     def all() -> tuple[DType, ...]:
         return ALL_DTYPES
@@ -130,7 +167,7 @@ class dtypes:
         if isinstance(x, bool):
             return dtypes.bool
         if isinstance(x, int):
-            return dtypes.int64 if dtypes.default_int is dtypes.int32 else dtypes.default_int
+            return dtypes.default_int
         return dtypes.default_float
 
     @staticmethod
@@ -215,7 +252,7 @@ def result_dtype_with_scalar(t: DType, x: ConstType) -> DType:
     cat_x = 0 if isinstance(x, bool) else 1 if isinstance(x, int) else 2
     if cat_x <= _category(t):
         return t
-    return dtypes.default_float if cat_x == 2 else dtypes.int64
+    return dtypes.default_float if cat_x == 2 else dtypes.default_int
 
 
 def to_dtype(x: DType | str) -> DType:

@@ -442,13 +442,35 @@ def _const_uop(x: ConstType, dtype: DType, shape: Shape) -> UOp:
     return u
 
 
-class Tensor(MathMixin, ReduceMixin, MovementMixin, CreationMixin, NNMixin, RandomMixin, InplaceMixin, LinalgMixin):
+class _TensorClass(type):
+    """`Tensor.training` is the knob TRAINING (tinygrad's `Context(TRAINING=1)` and `Tensor.training = True` are the
+    same switch; `with Tensor.train():` scopes it)."""
+
+    @property
+    def training(cls) -> bool:
+        return bool(config.TRAINING.value)
+
+    @training.setter
+    def training(cls, mode: bool) -> None:
+        config.TRAINING.value = int(bool(mode))
+
+
+class Tensor(
+    MathMixin,
+    ReduceMixin,
+    MovementMixin,
+    CreationMixin,
+    NNMixin,
+    RandomMixin,
+    InplaceMixin,
+    LinalgMixin,
+    metaclass=_TensorClass,
+):
     """A lazy n-dimensional array on a device."""
 
     __slots__ = ("uop", "device", "_requires_grad", "grad", "__weakref__")
     __array_priority__ = 1000  # numpy defers binops to us (np.float32(2) * t is t.__rmul__: a Tensor), as for torch
     no_grad: bool = False  # class-wide: results built while set do not require grad (see unigrad.no_grad)
-    training: bool = False  # class-wide, tinygrad's flag for train-time behaviour (dropout, batchnorm statistics)
     train = train  # `with Tensor.train():` sets it
 
     def __init__(

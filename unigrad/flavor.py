@@ -1,0 +1,93 @@
+"""The two flavors of one Tensor: tinygrad's semantics (the native API) and PyTorch's (the torch facade).
+
+unigrad has one Tensor class. Where tinygrad and PyTorch answer the same call differently, the difference is a
+field of `Flavor` below, and the op reads `current()`; nothing else in the package tests which flavor is on.
+
+The flavor is the knob `FLAVOR` (config.py): `tinygrad` by default; `import unigrad.torch` (the facade a PyTorch
+program imports as `torch`) switches the process to `torch`; `Context(FLAVOR="torch")` scopes it, and the
+environment variable FLAVOR sets the start value.
+
+| difference                        | tinygrad (native)                       | torch (facade)                          |
+|-----------------------------------|-----------------------------------------|-----------------------------------------|
+| default integer dtype             | int32 (arange, Tensor([1, 2]), indices) | int64                                   |
+| integer sum/prod/cumsum dtype     | at least int32 (uint32 for unsigned)    | int64                                   |
+| gradients of unmarked tensors     | backward() fills .grad of every leaf it | only tensors with requires_grad=True    |
+|                                   | reaches not marked requires_grad=False  | (and a module's parameters)             |
+| positional max(1)/cummax(0) etc.  | cummax/cummin give (values, indices)    | (values, indices) too                   |
+| negative sizes in creation        | ValueError                              | RuntimeError                            |
+| lazy values across in-place writes| a lazy tensor reads buffers when it is  | a tensor holds the values of the time   |
+|                                   | realized (later writes show)            | it was made                             |
+
+(The per-field comments below are the reference; README's "Two flavors" section shows examples.)
+"""
+
+from __future__ import annotations
+
+from unigrad import config
+from unigrad.dtype import DType, dtypes
+from unigrad.helpers import record
+
+
+@record(frozen=True)
+class Flavor:
+    name: str
+    # dtype of integers made without one: Tensor.arange(10), Tensor([1, 2]), full(s, 4), argmax/argmin, the indices
+    # of sort/argsort/topk/cummax/cummin/max_pool, nonzero, one_hot, randint, randperm
+    default_int: DType
+    # smallest accumulator of an integer (or bool) sum, prod or cumsum: tinygrad keeps int32 (uint32 unsigned),
+    # torch widens every integer to int64
+    int_acc_signed: DType
+    int_acc_unsigned: DType
+    # backward() fills .grad of tensors the user never marked (requires_grad None) that its graph reads
+    grad_unmarked_leaves: bool
+    # a realize that writes buffers first computes the live lazy tensors reading them (torch's call-time values)
+    call_time_values: bool
+    # exception type for a negative size in a creation function (zeros(-3), empty, rand, eye, full, ...)
+    negative_size_error: type[Exception]
+
+
+TINYGRAD = Flavor(
+    name="tinygrad",
+    default_int=dtypes.int32,
+    int_acc_signed=dtypes.int32,
+    int_acc_unsigned=dtypes.uint32,
+    grad_unmarked_leaves=True,
+    call_time_values=False,
+    negative_size_error=ValueError,
+)
+TORCH = Flavor(
+    name="torch",
+    default_int=dtypes.int64,
+    int_acc_signed=dtypes.int64,
+    int_acc_unsigned=dtypes.int64,
+    grad_unmarked_leaves=False,
+    call_time_values=True,
+    negative_size_error=RuntimeError,
+)
+FLAVORS: dict[str, Flavor] = {f.name: f for f in (TINYGRAD, TORCH)}
+
+
+def current() -> Flavor:
+    """The flavor in effect (the FLAVOR knob)."""
+    f = FLAVORS.get(config.FLAVOR.value)
+    if f is None:
+        raise ValueError(f"FLAVOR={config.FLAVOR.value!r}: expected one of {sorted(FLAVORS)}")
+    return f
+
+
+def is_torch() -> bool:
+    return config.FLAVOR.value == "torch"
+
+
+def set_flavor(name: str) -> None:
+    """Switch the process to a flavor ('tinygrad' or 'torch'); `Context(FLAVOR=...)` scopes it instead."""
+    if name not in FLAVORS:
+        raise ValueError(f"set_flavor: unknown flavor {name!r}; expected one of {sorted(FLAVORS)}")
+    config.FLAVOR.value = name
+
+
+def int_acc_dtype(dt: DType) -> DType:
+    """The dtype an integer or bool sum/prod/cumsum of `dt` gives without dtype=: widened to the flavor's
+    accumulator, never narrowed (an int64 sum stays int64)."""
+    acc = current().int_acc_unsigned if dt.is_unsigned else current().int_acc_signed
+    return dt if dt.kind == acc.kind and dt.itemsize >= acc.itemsize else acc
