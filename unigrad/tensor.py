@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from unigrad import config
+from unigrad import config, flavor
 from unigrad.api.creation import CreationMixin
 from unigrad.api.inplace import InplaceMixin
 from unigrad.api.linalg import LinalgMixin
@@ -73,6 +73,39 @@ def _shape_arg(shape: Sequence[Any]) -> Shape:
     return tuple(shape)
 
 
+def creation_shape(op: str, shape: Sequence[Any]) -> tuple[sint, ...]:
+    """`shape` of a creation function (zeros, empty, rand, ...) as ints (numpy ints too) or symbolic sizes; a
+    negative size raises flavor.negative_size_error, a size that is no int flavor.non_int_size_error."""
+    out: list[sint] = []
+    for s in shape:
+        if isinstance(s, UOp):
+            v: sint = s
+        else:
+            try:
+                v = operator.index(s)
+            except TypeError:
+                raise flavor.current().non_int_size_error(
+                    f"{op}: sizes must be ints, got {type(s).__name__} in shape {tuple(shape)}"
+                ) from None
+        if smin(v) < 0:
+            raise flavor.current().negative_size_error(
+                f"{op}: trying to create tensor with negative dimension {v}: {list(shape)}"
+            )
+        out.append(v)
+    return tuple(out)
+
+
+def _acc_dtype(dtype: DType | str) -> DType:
+    """A reduce's dtype= argument: a dtype name that names none raises flavor.unknown_dtype_error (tinygrad's
+    AttributeError: it looks the name up on dtypes; torch TypeError)."""
+    try:
+        return to_dtype(dtype)
+    except TypeError as e:
+        if isinstance(dtype, str):
+            raise flavor.current().unknown_dtype_error(str(e)) from None
+        raise
+
+
 def _norm_axis(op: str, axis: int, ndim: int) -> int:
     lo, hi = (-ndim, ndim - 1) if ndim > 0 else (-1, 0)
     try:
@@ -116,6 +149,9 @@ _leaves: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary(
 # from a tensor that requires no grad turns on those its graph reads, as an optimizer would (torch's parameters
 # require grad from the start: `loss.backward()` before any optimizer exists fills their .grad)
 _undecided: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+# tensors the user made (constructor, factories) in tinygrad's flavor without saying requires_grad, by id: a backward()
+# whose graph reads one fills its .grad (tinygrad computes gradients for everything not marked requires_grad=False)
+_unmarked: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 # non-leaf tensors after retain_grad(), by id: backward() fills their .grad too (a realized one's buffer is a
 # target gradients() sees through, as it sees through realized values on the way to the leaves)
 _retained: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
@@ -180,6 +216,9 @@ def _broadcast_shape(op: str, *shapes: Shape) -> Shape:
 # view of the written buffer that replaces it in any graph built before): an assign's kernel runs once
 _assign_ids = itertools.count()
 _assign_owner: weakref.WeakValueDictionary[UOp, Tensor] = weakref.WeakValueDictionary()
+# ... and held while pending when the target is a view of another tensor's buffer (`t[1].assign(v)`: the view is
+# dropped at once, and the write must still reach t when t is read)
+_view_assigns: dict[UOp, Tensor] = {}
 _assigns_done: weakref.WeakKeyDictionary[UOp, UOp] = weakref.WeakKeyDictionary()
 
 # the unrealized tensors backward() ran from (a loss), by id, held weakly: a schedule that writes buffers (pending
@@ -203,12 +242,13 @@ def _buffer_under(u: UOp) -> UOp:
     return u
 
 
-def _live_made() -> list[Tensor]:
-    """The tensors in _made still alive and not yet views of filled buffers (the list keeps just those)."""
+def _live_made(keep_realized: bool = False) -> list[Tensor]:
+    """The tensors in _made still alive and not yet views of filled buffers, or with keep_realized all those alive
+    (tinygrad's backward looks for the user's leaves among them); the list keeps just those."""
     alive, refs = [], []
     for r in _made:
         t = r()
-        if t is not None and not _is_buffer_view(t.uop):
+        if t is not None and (keep_realized or not _is_buffer_view(t.uop)):
             alive.append(t)
             refs.append(r)
     _made[:] = refs
@@ -286,6 +326,23 @@ def _raise_failed(checks: list[tuple[Tensor, Callable[[int, int], Exception]]]) 
         count, example = summary.tolist()
         if count:
             raise error(count, example)
+
+
+def _without_detach(u: UOp) -> UOp:
+    """A view chain with its DETACH nodes dropped (`t.detach()[1:]` views t's buffer)."""
+    chain = list(u.toposort(gate=lambda v: v.op in GroupOp.View or v.op is Ops.DETACH))
+    cut = {v: v.src[0] for v in chain if v.op is Ops.DETACH}
+    return u.substitute(cut) if cut else u
+
+
+def _writes_read_by(ts: tuple[Tensor, ...]) -> list[Tensor]:
+    """The owners of pending assigns (not in these graphs) that write a buffer the graphs of ts read: a write through
+    a view (`t[1].assign(v)`, `t.T[0] = 5`) must run before its base, or another view of it, is read."""
+    pending = {node: owner for node, owner in _assign_owner.items() if owner.uop is node}
+    if not pending:
+        return []
+    nodes = set(UOp(Ops.SINK, tuple(t.uop for t in ts)).toposort())
+    return [owner for node, owner in pending.items() if node not in nodes and _buffer_under(node.src[0]) in nodes]
 
 
 def forget_backward_roots() -> None:
@@ -491,6 +548,8 @@ class Tensor(
             _made.append(_weakref(self))
         if requires_grad is not None:
             self.requires_grad = requires_grad
+        elif flavor.current().grad_unmarked_leaves:  # tinygrad: a backward() reaching it fills its .grad
+            _unmarked[id(self)] = self
 
     def _data_uop(self, data: Any, dt: DType | None) -> UOp:
         """The graph of a new tensor holding `data`: a UOp, a Tensor, a Python scalar, a list/tuple or numpy data."""
@@ -634,9 +693,9 @@ class Tensor(
         device: str | None = None,
         requires_grad: bool | None = None,
     ) -> Tensor:
-        shp = (shape,) if isinstance(shape, (int, UOp)) else tuple(shape)
-        if any(not isinstance(s, (int, UOp)) or smin(s) < 0 for s in shp):
-            raise RuntimeError(f"full: shape must be non-negative ints (or symbolic sizes), got {shp}")
+        shp = (shape,) if isinstance(shape, UOp) or not hasattr(shape, "__iter__") else tuple(shape)
+        if not all(s.__class__ is int and s >= 0 for s in shp):  # the common case: plain sizes, nothing to convert
+            shp = creation_shape("full", shp)
         dt = to_dtype(dtype) if dtype is not None else dtypes.from_py(fill_value)
         if fill_value.__class__ in (int, float, bool) and all(s.__class__ is int for s in shp):
             t = Tensor(_const_uop(fill_value, dt, shp), device=device)  # the common case: the cached constant node
@@ -657,7 +716,7 @@ class Tensor(
     def empty(
         *shape: Any, dtype: DType | str | None = None, device: str | None = None, requires_grad: bool | None = None
     ) -> Tensor:
-        shp = _shape_arg(shape)
+        shp = creation_shape("empty", _shape_arg(shape))
         dev = Device.canonicalize(device)
         dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
         if isinstance(dev, tuple):  # a whole (uninitialized) copy on each device
@@ -718,6 +777,8 @@ class Tensor(
         """Kernelize or realize these tensors per device. Pending assigns in their graphs are scheduled with
         them (once: afterwards every graph and the assigned tensor see the written buffer instead)."""
         ts = (self, *others)
+        if _assign_owner and schedule is rt.realize and (writes := _writes_read_by(ts)):
+            Tensor.realize(*writes)  # writes through views of buffers ts read: first (as the views' base sees them)
         checks = None
         if _checks and schedule is rt.realize and rt_jit.inside_jit() is None:  # checks of the data: computed too
             checks = _checks[:]
@@ -726,11 +787,11 @@ class Tensor(
         elif not _assign_owner and all(_is_buffer_view(t.uop) for t in ts):  # nothing to compute
             rt.stats.last_kernels = []
             return self
-        if _assign_owner:
+        if _assign_owner and flavor.current().call_time_values:
             if readers := _stale_readers(ts):  # they read buffers this schedule writes: first, as the gradients
                 ts = (*readers, *ts)
         elif len(_made) > _MADE_PRUNE:
-            _live_made()
+            _live_made(keep_realized=flavor.current().grad_unmarked_leaves)
         if _grad_siblings:
             ts = _with_grad_siblings(ts)
         if _assign_owner and _backward_roots:  # buffers are written: a loss built before reads the old values
@@ -754,6 +815,7 @@ class Tensor(
                 t.uop = u
             for node, u in ran.items():
                 owner = _assign_owner.pop(node, None)  # no longer pending
+                _view_assigns.pop(node, None)
                 if owner is not None and owner.uop is node:
                     owner.uop = u
         if checks:
@@ -788,6 +850,8 @@ class Tensor(
         buffer); its values are copied out into a temporary."""
         if view_base(self.uop).op is not Ops.BUFFER:  # something to compute: this tensor becomes its result
             self.realize()
+        elif _assign_owner and (writes := _writes_read_by((self,))):  # writes through other views of the buffer
+            Tensor.realize(*writes)
         u = self.uop
         while u.op is Ops.RESHAPE:
             u = u.src[0]
@@ -920,6 +984,7 @@ class Tensor(
             del _leaves[id(self)]
         if value is not None:
             _undecided.pop(id(self), None)  # decided
+            _unmarked.pop(id(self), None)
         self._requires_grad = value
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -969,8 +1034,8 @@ class Tensor(
         return _retained.get(id(self)) is self
 
     def detach(self) -> Tensor:
-        """The same values, cut from the graph: no gradient flows through the result."""
-        return Tensor(UOp(Ops.DETACH, (self.uop,)), device=self.device)
+        """The same values, cut from the graph: no gradient flows through the result (requires_grad False)."""
+        return Tensor(UOp(Ops.DETACH, (self.uop,)), device=self.device, requires_grad=False)
 
     def _own_buffer(self) -> None:
         """Give a new leaf its own BUFFER: gradients find leaves by their node, and hash-consing would make
@@ -1040,8 +1105,13 @@ class Tensor(
         """Add d(self)/d(leaf) into .grad of every leaf with requires_grad=True that self depends on; .grad
         accumulates over calls as in PyTorch (reset it with `t.grad = None`). With create_graph the gradients
         require grad themselves (for higher derivatives). Graphs are never freed, so retain_graph is accepted
-        and ignored. Returns self."""
-        if not self._requires_grad and not self._decide_parameters():
+        and ignored. Returns self. In tinygrad's flavor every tensor made by the user (a leaf) that self depends on
+        and that is not marked requires_grad=False gets its .grad too (flavor.grad_unmarked_leaves)."""
+        unmarked = flavor.current().grad_unmarked_leaves
+        lone: set[int] = set()  # the user's tensors decided here: their .grad is computed only when read
+        if unmarked or not self._requires_grad:
+            self._decide_parameters(unmarked, lone)
+        if not self._requires_grad:
             raise RuntimeError("backward: element 0 of tensors does not require grad and does not have a grad_fn")
         root_grad = self._root_grad("backward", gradient)
         if not _is_buffer_view(self.uop):
@@ -1054,19 +1124,32 @@ class Tensor(
                 if create_graph:
                     gt._join_autograd()
                 t.grad = gt if t.grad is None else t.grad + gt
-                _grad_siblings[id(t.grad)] = t.grad
+                if id(t) not in lone:
+                    _grad_siblings[id(t.grad)] = t.grad
         return self
 
-    def _decide_parameters(self) -> bool:
+    def _decide_parameters(self, unmarked: bool = False, lone: set[int] | None = None) -> bool:
         """Turn on requires_grad of the undecided module parameters this tensor's graph reads (their forward ran
-        before anything required grad); whether there were any. A parameter that turning on realizes into its own
-        buffer is replaced by that buffer in this graph, so the gradient reaches it."""
-        if not _undecided or not self.dtype.is_float:
+        before anything required grad), and with `unmarked` of every float leaf the user made without saying
+        requires_grad (tinygrad's backward); whether there were any. A tensor that turning on realizes into its own
+        buffer is replaced by that buffer in this graph, so the gradient reaches it. The ids of those not from a
+        module go into `lone` (an input batch's .grad should not be computed with the parameters' gradients)."""
+        pool = list(_undecided.values())
+        if unmarked:  # made by the constructor, or by a factory (randn, arange): then among the results of ops
+            pool += [*_unmarked.values(), *_live_made(keep_realized=True)]
+        if not pool or not self.dtype.is_float:
             return False
         nodes = set(self.uop.toposort())
-        found = [t for t in list(_undecided.values()) if t._requires_grad is None and t.uop in nodes]
+        found = list(
+            {id(t): t for t in pool if t._requires_grad is None and t.dtype.is_float and t.uop in nodes}.values()
+        )
+        if unmarked:  # the leaves among them: a result computed from another of them (y = x * 2) gets no .grad
+            uops = {t.uop for t in found}
+            found = [t for t in found if not any(u in uops and u is not t.uop for u in t.uop.toposort())]
         moved: dict[UOp, UOp] = {}
         for t in found:
+            if lone is not None and _undecided.get(id(t)) is not t:
+                lone.add(id(t))
             before = t.uop
             t.requires_grad = True
             if t.uop is not before:
@@ -1092,7 +1175,8 @@ class Tensor(
             raise RuntimeError(f"assign: value on {x.device}, target on {self.device}")
         if self.numel() == 0:  # nothing to write
             return self
-        target, base = self.uop, view_base(self.uop)
+        target = _without_detach(self.uop)  # detach() shares the buffer: an assign to it writes the tensor
+        base = view_base(target)
         if base.op not in (Ops.BUFFER, Ops.AFTER):  # no buffer yet: give it one
             if self.uop in x.uop.toposort():  # the new value reads the old one: materialize it first
                 target = self.contiguous().realize().uop
@@ -1118,31 +1202,47 @@ class Tensor(
         store = UOp(Ops.STORE, (target, x.cast(self.dtype).uop))
         # each assign is its own event: the unique tag keeps hash-consing from returning an earlier assign with
         # the same graph (x.assign(x + 1) twice) that already ran (callify drops the tag: one cached schedule)
+        shared = target is not self.uop or not _is_buffer_view(target)  # a view (or detach) of another's buffer
         self.uop = UOp(Ops.AFTER, (target, store), tag=next(_assign_ids))
         _assign_owner[self.uop] = self
+        if shared:
+            _view_assigns[self.uop] = self
         return self
 
     # ---------------------------------------------------------------- movement
     def reshape(self, *shape: Any) -> Tensor:
+        """The same elements in `shape` (a tuple or separate sizes): one size may be -1 (inferred), and None keeps
+        the size of the dim at its position (tinygrad's reshape(None, -1)). A shape of another element count raises
+        flavor.shape_arg_error (tinygrad ValueError, torch RuntimeError)."""
         new, cur = _shape_arg(shape), self.shape
         if all(s.__class__ is int and s >= 0 for s in new) and all(c.__class__ is int for c in cur):
             # plain sizes, nothing to infer (most reshapes): the checks below on ints
             if math.prod(new) != math.prod(cur):
-                raise RuntimeError(f"reshape: shape {new} is invalid for input of size {math.prod(cur)} (shape {cur})")
+                raise flavor.current().shape_arg_error(
+                    f"reshape: shape {list(new)} is invalid for input of size {math.prod(cur)} (shape {cur})"
+                )
             return self if new == cur else self._new(UOp(Ops.RESHAPE, (self.uop, UOp.shape_src(new))))
+        if any(s is None for s in new):
+            if any(s is None for s in new[self.ndim :]):
+                raise flavor.current().shape_arg_error(f"reshape: None in {new} keeps a dim {self.shape} lacks")
+            new = tuple(cur[i] if s is None else s for i, s in enumerate(new))
         shp = list(new)
-        if shp.count(-1) > 1:
+        if sum(s.__class__ is int and s == -1 for s in shp) > 1:
             raise RuntimeError(f"reshape: only one dimension can be inferred, got {tuple(shp)}")
         numel = self.numel()
-        if -1 in shp:
+        if any(s.__class__ is int and s == -1 for s in shp):
             known = sprod([s for s in shp if not (isinstance(s, int) and s == -1)])
             inferred = sfloordiv(numel, known) if known != 0 else 0
             if known == 0 or smul(inferred, known) != numel:
-                raise RuntimeError(f"reshape: shape {tuple(shp)} is invalid for input of size {numel}")
-            shp[shp.index(-1)] = inferred
+                raise flavor.current().shape_arg_error(
+                    f"reshape: shape {list(shp)} is invalid for input of size {numel}"
+                )
+            shp[next(i for i, s in enumerate(shp) if s.__class__ is int and s == -1)] = inferred
         new = tuple(shp)
         if any(not isinstance(s, (int, UOp)) or smin(s) < 0 for s in new) or sprod(new) != numel:
-            raise RuntimeError(f"reshape: shape {new} is invalid for input of size {numel} (shape {self.shape})")
+            raise flavor.current().shape_arg_error(
+                f"reshape: shape {list(new)} is invalid for input of size {numel} (shape {self.shape})"
+            )
         if new == self.shape:
             return self
         return self._new(UOp(Ops.RESHAPE, (self.uop, UOp.shape_src(new))))
@@ -1189,7 +1289,11 @@ class Tensor(
 
     def flip(self, *axis: Any, dims: Any = None) -> Tensor:
         """The elements in reverse order along each listed axis (torch's `dims=` keyword too)."""
-        axes = {_norm_axis("flip", a, self.ndim) for a in _shape_arg(axis if dims is None else (dims,))}
+        listed = [_norm_axis("flip", a, self.ndim) for a in _shape_arg(axis if dims is None else (dims,))]
+        axes = set(listed)
+        if len(axes) != len(listed):  # tinygrad and torch both refuse a repeated axis
+            dup = next(a for a in listed if listed.count(a) > 1)
+            raise RuntimeError(f"flip: dim {dup} appears multiple times in the list of dims {tuple(listed)}")
         if not axes:
             return self
         return self._new(UOp(Ops.FLIP, (self.uop,), tuple(i in axes for i in range(self.ndim))))
@@ -1199,12 +1303,15 @@ class Tensor(
     ) -> Tensor:
         """Pad with `value` (mode 'constant') or by 'reflect', 'replicate', 'circular': padding is ((before, after),
         ...) per dim from the first (None for (0, 0)), or PyTorch's flat (last_before, last_after, prev_before, ...)
-        form. Negative amounts crop (constant mode). A string second argument is the mode (torch and tinygrad order:
-        pad(padding, mode, value))."""
+        form. Negative amounts crop; in the other modes the crop comes first and the mode pads what is left (as
+        torch), so replicate may pad more than the size and circular up to it. A string second argument is the mode
+        (tinygrad's order: pad(padding, mode, value))."""
         if isinstance(value, str):
             value, mode = (0.0 if mode == "constant" else mode), value  # type: ignore[assignment]
-        if padding and isinstance(padding[0], int):
-            flat = list(padding)
+        if len(padding) == 0:  # torch's F.pad(x, ()): nothing to pad
+            return self
+        if padding[0] is not None and not isinstance(padding[0], (tuple, list)):
+            flat = [p if isinstance(p, UOp) else operator.index(p) for p in padding]
             if len(flat) % 2 or len(flat) // 2 > self.ndim:
                 raise RuntimeError(f"pad: flat padding {tuple(flat)} must have an even length <= 2*ndim ({self.ndim})")
             pairs = [(0, 0)] * (self.ndim - len(flat) // 2) + [
@@ -1219,6 +1326,9 @@ class Tensor(
         if mode != "constant":
             if mode not in ("reflect", "replicate", "circular"):
                 raise NotImplementedError(f"pad: mode must be constant, reflect, replicate or circular, got {mode!r}")
+            if any(b < 0 or a < 0 for b, a in pairs):  # crop first: pad(((-1, 2),)) reflects the cropped tensor
+                cropped = self.pad(tuple((min(b, 0), min(a, 0)) for b, a in pairs))
+                return cropped._pad_mode([(max(b, 0), max(a, 0)) for b, a in pairs], mode)
             return self._pad_mode(pairs, mode)
         # plain amounts over static sizes (cat pads each piece): the general path's node, built in one loop
         befores: list[int] = []
@@ -1687,13 +1797,14 @@ class Tensor(
         *,
         dim: int | Sequence[int] | None = None,
     ) -> Tensor:
-        """The sum over `axis` (torch's `dim=` keyword too; None: every element); ints and bools sum in int64."""
+        """The sum over `axis` (torch's `dim=` keyword too; None: every element); ints and bools sum in the flavor's
+        integer accumulator (int32 or wider native, int64 torch: flavor.int_acc_dtype)."""
         if dim is not None:
             axis = dim
         acc = (
-            to_dtype(dtype)
+            _acc_dtype(dtype)
             if dtype is not None
-            else dtypes.int64
+            else flavor.int_acc_dtype(self.dtype)
             if (self.dtype.is_int or self.dtype.is_bool)
             else self.dtype
         )
@@ -1709,13 +1820,13 @@ class Tensor(
         *,
         dim: int | Sequence[int] | None = None,
     ) -> Tensor:
-        """The product over `axis` (or torch's `dim=`); ints and bools multiply in int64."""
+        """The product over `axis` (or torch's `dim=`); ints and bools multiply as sum adds (flavor.int_acc_dtype)."""
         if dim is not None:
             axis = dim
         acc = (
-            to_dtype(dtype)
+            _acc_dtype(dtype)
             if dtype is not None
-            else dtypes.int64
+            else flavor.int_acc_dtype(self.dtype)
             if (self.dtype.is_int or self.dtype.is_bool)
             else self.dtype
         )

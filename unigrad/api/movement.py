@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from unigrad import flavor
 from unigrad.dtype import DType, dtypes, least_upper_dtype
 from unigrad.api.reduce import ValuesIndices
 from unigrad.api.strides import is_contiguous as row_major, layout
 from unigrad.helpers import record
 from unigrad.ir.sint import always_le, sadd, sint, smin, ssub
+from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.uop import UOp
 
 if TYPE_CHECKING:
@@ -77,6 +79,21 @@ def _select_sum(x: Tensor, axis: int | tuple[int, ...]) -> Tensor:
 TOPK_SELECT = 16  # topk picks up to this many elements one at a time; more come from every element's rank
 CAT_GROUP, CAT_TREE_MIN = 4, 1 << 16  # cat merges more pieces than this, of that many elements in all, in a tree
 SORT_NETWORK_MIN = 64  # sort (and topk of more than TOPK_SELECT) over more elements than this: a sorting network
+
+
+def _writes_in_place(t: Tensor) -> bool:
+    """Whether t is a view of a buffer that a setitem may write in place: on one device, a chain of movement ops
+    (or detach) over a BUFFER or an assign, with no EXPAND (several elements would share one memory location)."""
+    from unigrad.pipeline.rangeify import view_base
+    from unigrad.tensor import _without_detach
+
+    if isinstance(t.device, tuple):
+        return False
+    u = _without_detach(t.uop)
+    if view_base(u).op not in (Ops.BUFFER, Ops.AFTER):
+        return False
+    chain = u.toposort(gate=lambda v: v.op in GroupOp.View)
+    return not any(v.op is Ops.EXPAND and v.shape != v.src[0].shape for v in chain)
 
 
 def _arange(n: int, device: str) -> Tensor:
@@ -159,7 +176,24 @@ class _Mask:
     mask: Tensor
 
 
+def _slice_bounds(s: slice) -> slice:
+    """A slice whose bounds are not all ints or None: numpy ints as ints, symbolic bounds kept, and 0-d Tensors
+    as their values where the flavor takes them (torch; tinygrad raises TypeError)."""
+    from unigrad.tensor import Tensor
+
+    def bound(v: Any) -> Any:
+        if isinstance(v, Tensor):
+            if not flavor.current().tensor_slice_bounds:
+                raise TypeError(f"__getitem__: slice bounds must be ints or None, got a Tensor in {s}")
+            return v.__index__()
+        return v if v is None or isinstance(v, UOp) else v.__index__() if hasattr(v, "__index__") else v
+
+    return slice(bound(s.start), bound(s.stop), bound(s.step))
+
+
 def _slice_dim(s: slice, n: sint) -> _DimIndex:
+    if not all(v is None or v.__class__ is int for v in (s.start, s.stop, s.step)):
+        s = _slice_bounds(s)
     if s.step == 0:
         raise ValueError("__getitem__: slice step cannot be zero")
     if any(isinstance(v, UOp) for v in (s.start, s.stop, n)):
@@ -319,6 +353,8 @@ def _ints_and_slices(x: Tensor, index: Any) -> Tensor | None:
                 return None
             bounds.append((i, i + 1))
         elif it.__class__ is slice and (it.step is None or it.step == 1):
+            if not (it.start is None or it.start.__class__ is int) or not (it.stop is None or it.stop.__class__ is int):
+                return None  # Tensor or symbolic bounds: the general path
             try:
                 start, stop, _ = it.indices(n)
             except TypeError:  # a symbolic bound
@@ -680,7 +716,7 @@ class MovementMixin:
         dim, expand to (r, s), merge."""
         reps = _ints(repeats)
         if len(reps) < self.ndim:
-            raise RuntimeError(
+            raise flavor.current().shape_arg_error(
                 f"repeat: number of dimensions of repeat dims {reps} can not be smaller than the number of "
                 f"dimensions of the tensor {self.shape}"
             )
@@ -1040,9 +1076,11 @@ class MovementMixin:
         return _advanced_get(x, plan) if plan.adv else x
 
     def __setitem__(self: Tensor, index: Any, value: Tensor | ConstType) -> None:
-        """Functional assignment: the new value is where(indexed region, value, old) and this Tensor's graph
-        is replaced by it. Other tensors that viewed the old value (earlier slices, tensors it was built
-        from) are not changed. `value` is cast to this tensor's dtype and broadcast to self[index]'s shape."""
+        """self[index] = value. On a view of a filled buffer (a realized tensor, a slice or transpose of one) the
+        buffer is written in place, so the tensor it views and its other views see the write (`t.T[0] = 5`
+        changes t, as in torch and tinygrad). Otherwise (a lazy tensor, or a value that requires grad) the
+        assignment is functional: this Tensor's graph becomes where(indexed region, value, old). `value` is cast
+        to this tensor's dtype and broadcast to self[index]'s shape."""
         from unigrad.tensor import Tensor
 
         if self.requires_grad and self.is_leaf:
@@ -1068,6 +1106,9 @@ class MovementMixin:
         ones = Tensor.ones(plan.basic_shape, dtype=dtypes.bool, device=self.device)
         mask = _basic_unindex(ones, plan, self.shape)
         new = mask.where(full, self)
+        if not new.requires_grad and _writes_in_place(self):  # views of the buffer see it (torch, tinygrad)
+            self.assign(new)
+            return
         self.uop = new.uop
         if new.requires_grad:  # a value that requires grad makes self a non-leaf that does
             self._requires_grad = True
@@ -1253,44 +1294,60 @@ class MovementMixin:
         """The (N, ndim) coordinates of the nonzero elements (torch.argwhere: nonzero())."""
         return self.nonzero()  # type: ignore[return-value]
 
-    def nonzero(self: Tensor, as_tuple: bool = False) -> Tensor | tuple[Tensor, ...]:
-        """int64 coordinates (count, ndim) of the nonzero elements in row-major order. The count is read back
+    def nonzero(
+        self: Tensor, as_tuple: bool = False, *, size: int | None = None, fill_value: int = 0
+    ) -> Tensor | tuple[Tensor, ...]:
+        """Coordinates (count, ndim) in dtypes.default_int of the nonzero elements in row-major order. The count is read back
         first (`.item()`: a sync point); each output row then finds its element by a binary search in the running
-        count of the mask (a scan, O(n), then O(count * log n))."""
+        count of the mask (a scan, O(n), then O(count * log n)). With tinygrad's size=, no read back: the first
+        `size` coordinates, the rows past the count filled with fill_value."""
         flat = self.reshape(-1) != 0 if self.dtype is not dtypes.bool else self.reshape(-1)
-        pos = _nonzero_positions(flat)
+        if size is not None:  # static size (tinygrad's): no count read back; rows past the count are fill_value
+            pos, valid = _first_positions(flat, size)
+            pos = pos.cast(dtypes.default_int)
+        else:
+            pos = _nonzero_positions(flat).cast(dtypes.default_int)
         coords = []
         stride = 1
         for s in reversed(self.shape):
-            coords.append((pos // stride) % s)
+            coords.append((pos // stride) % s if stride and s else pos * 0)  # no division by a 0-size dim
             stride *= s
         coords.reverse()
+        if size is not None:
+            coords = [valid.where(c, fill_value).cast(c.dtype) for c in coords]
+            pos = valid.where(pos, fill_value).cast(pos.dtype)
         if as_tuple:
             return tuple(coords) if coords else (pos,)
         if not coords:
             return pos.reshape(pos.shape[0], 0)
         return coords[0].stack(*coords[1:], dim=1)
 
-    def masked_select(self: Tensor, mask: Tensor) -> Tensor:
+    def masked_select(self: Tensor, mask: Tensor, *, size: int | None = None, fill_value: ConstType = 0) -> Tensor:
         """The elements of self (broadcast with mask) where mask is True, as 1-D. The count is read back first
-        (a sync point)."""
-        from unigrad.tensor import _broadcast_shape
+        (a sync point); with tinygrad's size=, no read back: the first `size` of them, padded with fill_value."""
+        from unigrad.tensor import Tensor, _broadcast_shape
 
         if mask.dtype is not dtypes.bool:
             raise RuntimeError(f"masked_select: expected a boolean mask, got {mask.dtype}")
         shape = _broadcast_shape("masked_select", self.shape, mask.shape)
-        pos = _nonzero_positions(mask.expand(shape).reshape(-1))
-        return self.expand(shape).reshape(-1).take_rows(pos)
+        values = self.expand(shape).reshape(-1)
+        if size is None:
+            return values.take_rows(_nonzero_positions(mask.expand(shape).reshape(-1)))
+        pos, valid = _first_positions(mask.expand(shape).reshape(-1), size)
+        if values.shape[0] == 0:  # nothing to select: all fill
+            return Tensor.full((size,), fill_value, dtype=self.dtype, device=self.device)
+        return valid.where(values.take_rows(valid.where(pos, 0)), fill_value).cast(self.dtype)
 
     # ------------------------------------------------------------ sorting
     def sort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = True) -> tuple[Tensor, Tensor]:
-        """(values, int64 indices) (a named pair, as torch's), always stable (equal elements keep their order); NaN sorts as the largest
+        """(values, indices in dtypes.default_int) (a named pair, as torch's), always stable (equal elements keep their order); NaN sorts as the largest
         value, as torch. Over more than SORT_NETWORK_MIN elements a bitonic sorting network orders (key,
         position) pairs, O(n log^2 n), its kernels run at the call; shorter rows rank each element by the elements
         sorting before it (O(n^2) comparisons), then select by rank."""
         x = self.reshape(1) if self.ndim == 0 else self
         d = _dim("sort", dim, x.ndim)
         values, indices = _first_by_rank(x, d, x.shape[d], descending)
+        indices = indices.cast(dtypes.default_int)
         if self.ndim == 0:
             return ValuesIndices(values.reshape(()), indices.reshape(()))
         return ValuesIndices(values, indices)
@@ -1316,6 +1373,7 @@ class MovementMixin:
             indices = indices.movedim(-1, d)
         else:
             values, indices = _first_by_rank(x, d, k, largest)  # every rank: O(n^2)
+        indices = indices.cast(dtypes.default_int)
         if self.ndim == 0:
             return ValuesIndices(values.reshape(()), indices.reshape(()))
         return ValuesIndices(values, indices)
@@ -1959,6 +2017,18 @@ def _einops_groups(side: str) -> list[list[str]]:
     if current is not None:
         raise ValueError(f"rearrange: unbalanced parentheses in {side!r}")
     return groups
+
+
+def _first_positions(flat: Tensor, size: int) -> tuple[Tensor, Tensor]:
+    """(int64 positions of the first `size` True elements of a 1-D bool tensor, which of the `size` rows have one):
+    nonzero/masked_select with a static size, no count read back (rows past the count hold flat's length)."""
+    if not isinstance(size, int) or size < 0:
+        raise ValueError(f"size must be a non-negative int, got {size!r}")
+    targets = _arange(size, flat.device)
+    if flat.shape[0] == 0:
+        return targets * 0, targets < 0
+    cum = flat.cast(dtypes.int64).cumsum(0)
+    return _count_at_most(cum, targets), targets < cum[-1]
 
 
 def _nonzero_positions(flat: Tensor) -> Tensor:

@@ -218,6 +218,16 @@ class NNMixin:
         shifted = x - x.max(axis, keepdim=True).detach()  # any shift gives the same result: no gradient through it
         return shifted - shifted.exp().sum(axis, keepdim=True).log()
 
+    def softmin(self: Tensor, axis: int = -1, dtype: object = None, *, dim: int | None = None) -> Tensor:
+        """softmax(-x) over `axis` (tinygrad's Tensor.softmin, torch's F.softmin)."""
+        x = self if dtype is None else self.cast(dtype)
+        return (-x._float()).softmax(axis, dim=dim)
+
+    def normalize(self: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12) -> Tensor:
+        """x / max(||x||_p over `dim`, eps): Lp normalization, as torch's F.normalize."""
+        x = self._float()
+        return x / x.norm(p, dim, keepdim=True).maximum(eps)
+
     # ---------------------------------------------------------------- layers as functions
     def linear(self: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         """x @ weight + bias, with weight of shape (in, out) as tinygrad's Tensor.linear (1-D: elementwise)."""
@@ -242,14 +252,14 @@ class NNMixin:
         return x if bias is None else x + bias.reshape(shape)
 
     def one_hot(self: Tensor, num_classes: int = -1) -> Tensor:
-        """int64 one-hot of an integer tensor along a new last axis (num_classes=-1: max + 1)."""
+        """One-hot (dtypes.default_int) of an integer tensor along a new last axis (num_classes=-1: max + 1)."""
         from unigrad.tensor import Tensor
 
         if self.dtype.is_float or self.dtype.is_bool:
             raise RuntimeError(f"one_hot: expected an integer tensor, got {self.dtype}")
         n = int(self.max().item()) + 1 if num_classes == -1 else num_classes
         classes = Tensor.arange(n, device=self.device)
-        return (self.unsqueeze(-1) == classes).cast(dtypes.int64)
+        return (self.unsqueeze(-1) == classes).cast(dtypes.default_int)
 
     # ---------------------------------------------------------------- losses
     @staticmethod
@@ -419,10 +429,17 @@ class NNMixin:
         l1p = (1 - self).log().maximum(-100)
         return NNMixin._reduce_loss(-(Y * lp + (1 - Y) * l1p), reduction, "binary_crossentropy")
 
-    def binary_crossentropy_logits(self: Tensor, Y: Tensor, reduction: str = "mean") -> Tensor:
-        """Stable: max(x, 0) - x*y + log(1 + exp(-|x|))."""
+    def binary_crossentropy_logits(
+        self: Tensor, Y: Tensor, reduction: str = "mean", pos_weight: Tensor | None = None
+    ) -> Tensor:
+        """Stable: (1 - y) x + (1 + (pos_weight - 1) y) softplus(-x), softplus(-x) = max(-x, 0) + log(1 + exp(-|x|))
+        (pos_weight None: 1, max(x, 0) - x*y + log(1 + exp(-|x|)))."""
         x = self._float()
-        loss = x.maximum(0) - x * Y + (1 + (-x.abs()).exp()).log()
+        if pos_weight is None:
+            loss = x.maximum(0) - x * Y + (1 + (-x.abs()).exp()).log()
+        else:
+            softplus_neg = (-x).maximum(0) + (1 + (-x.abs()).exp()).log()
+            loss = (1 - Y) * x + ((pos_weight - 1) * Y + 1) * softplus_neg
         return NNMixin._reduce_loss(loss, reduction, "binary_crossentropy_logits")
 
     def mse_loss(self: Tensor, Y: Tensor, reduction: str = "mean") -> Tensor:
@@ -444,6 +461,8 @@ class NNMixin:
     ) -> Tensor:
         """softmax(q @ k^T * scale + mask) @ v; dropout on the attention weights while Tensor.training is set (as
         tinygrad; torch's F.scaled_dot_product_attention drops always). See _attention_weights."""
+        if is_causal and attn_mask is not None:  # tinygrad and torch both refuse the pair
+            raise RuntimeError("scaled_dot_product_attention: explicit attn_mask should not be set when is_causal=True")
         weights, value = self._attention_weights(key, value, attn_mask, is_causal, scale, enable_gqa)
         return weights.dropout(dropout_p).matmul(value)
 
@@ -649,7 +668,7 @@ class NNMixin:
         return_indices: bool = False,
     ) -> Tensor | tuple[Tensor, Tensor]:
         """Max over each window of the last len(kernel_size) dims (2 for an int). With return_indices, also the
-        int64 flat index (into the unpadded spatial plane, as torch) of the first maximum of each window in scan
+        flat index (dtypes.default_int; into the unpadded spatial plane, as torch) of the first maximum of each window in scan
         order: the smallest plane index among the window's positions equal to the max."""
         from unigrad.tensor import Tensor
 
@@ -668,7 +687,7 @@ class NNMixin:
         pos = Tensor.arange(plane, dtype=dtypes.int64, device=self.device).reshape(self.shape[-n:])
         pos = pos.pad(full, value=plane)._pool(k_, s_, d_)  # (*o, *k): padding never wins the min below
         hit = windows == out.reshape(out.shape + (1,) * n)
-        return out, hit.where(pos, plane).min(axes)
+        return out, hit.where(pos, plane).min(axes).cast(dtypes.default_int)
 
     def sequential(self: Tensor, ll: Sequence[object]) -> Tensor:
         """Apply each callable in `ll` in turn (tinygrad's Tensor.sequential)."""

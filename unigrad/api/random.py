@@ -16,8 +16,7 @@ import numpy as np
 from unigrad.dtype import DType, dtypes, to_dtype
 from unigrad.helpers import record
 from unigrad.ir.ops import Ops
-from unigrad.ir.sint import sint, smax, smin
-from unigrad.ir.uop import UOp
+from unigrad.ir.sint import sint, smax
 from unigrad.runtime import jit
 from unigrad.runtime import realize as rt
 
@@ -59,11 +58,12 @@ def _state_of(generator: Any) -> _RNGState:
     return st
 
 
-def _shape(shape: tuple[Any, ...]) -> tuple[sint, ...]:
+def _shape(shape: tuple[Any, ...], op: str = "random") -> tuple[sint, ...]:
+    """The shape of a draw: ints or symbolic sizes (the flavor's exception for a negative or non-int size)."""
+    from unigrad.tensor import creation_shape
+
     s = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else tuple(shape)
-    if any(not isinstance(d, (int, UOp)) or smin(d) < 0 for d in s):
-        raise RuntimeError(f"random: shape must be non-negative ints (or symbolic sizes), got {s}")
-    return s
+    return creation_shape(op, s)
 
 
 def _fans(shape: tuple[int, ...]) -> tuple[int, int]:
@@ -142,7 +142,7 @@ class RandomMixin:
         if high <= low:
             raise RuntimeError(f"randint: need low < high, got [{low}, {high})")
         u = RandomMixin.rand(*shape, dtype=dtypes.float64, device=device, generator=generator)
-        return (u * (high - low)).floor().cast(to_dtype(dtype) if dtype is not None else dtypes.int64) + low
+        return (u * (high - low)).floor().cast(to_dtype(dtype) if dtype is not None else dtypes.default_int) + low
 
     @staticmethod
     def kaiming_uniform(*shape: Any, a: float = 0.01, **kw: Any) -> Tensor:
@@ -197,7 +197,7 @@ class RandomMixin:
             u = RandomMixin.rand(*w.shape, device=self.device, generator=generator)
             keys = w._float().log() - (-(1 - u).log()).log()
             out = keys.topk(num_samples, 1)[1]
-        out = out.cast(dtypes.int64)
+        out = out.cast(dtypes.default_int)
         return out.squeeze(0) if self.ndim == 1 else out
 
     def dropout(self: Tensor, p: float = 0.5) -> Tensor:

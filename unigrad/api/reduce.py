@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from unigrad.dtype import ConstType, DType, dtypes, to_dtype
+from unigrad.flavor import int_acc_dtype
 
 if TYPE_CHECKING:
     from unigrad.tensor import Tensor
@@ -158,9 +159,11 @@ def _cum_indices(x: Tensor, values: Tensor, axis: int, op: str) -> Tensor:
     if x.dtype.is_float:
         hit = hit | (x.ne(x) & values.ne(values))
     if x.ndim == 0:
-        return _full(x, (), 0, dtypes.int64)
+        return _full(x, (), 0, dtypes.default_int)
     n = x.shape[ax]
-    idx = Tensor.arange(n, dtype=dtypes.int64, device=x.device).reshape([n if i == ax else 1 for i in range(x.ndim)])
+    idx = Tensor.arange(n, dtype=dtypes.default_int, device=x.device).reshape(
+        [n if i == ax else 1 for i in range(x.ndim)]
+    )
     return _cummax_values(hit.where(idx, 0), ax, op)
 
 
@@ -176,14 +179,16 @@ def _argmax(x: Tensor, axis: int | None, keepdim: bool, op: str) -> Tensor:
         return out.reshape((1,) * x.ndim) if keepdim else out
     ax = _norm_dim(op, axis, x.ndim)
     if x.ndim == 0:
-        return _full(x, (), 0, dtypes.int64)
+        return _full(x, (), 0, dtypes.default_int)
     n = x.shape[ax]
     if n == 0:
         raise IndexError(f"{op}: expected reduction dim {ax} to have non-zero size, got shape {x.shape}")
     hit = x.eq(x.max(ax, keepdim=True))
     if x.dtype.is_float:
         hit = hit | x.ne(x)  # a nan makes the max nan: then the nans are the hits
-    idx = Tensor.arange(n, dtype=dtypes.int64, device=x.device).reshape([n if i == ax else 1 for i in range(x.ndim)])
+    idx = Tensor.arange(n, dtype=dtypes.default_int, device=x.device).reshape(
+        [n if i == ax else 1 for i in range(x.ndim)]
+    )
     return hit.where(idx, n).min(ax, keepdim)
 
 
@@ -462,7 +467,7 @@ class ReduceMixin:
 
     # ---------------------------------------------------------------- arg reductions
     def argmax(self: Tensor, axis: int | None = None, keepdim: bool = False, *, dim: int | None = None) -> Tensor:
-        """Index (int64) of the first maximum along `axis` (of the flattened tensor for None); a nan counts as
+        """Index (dtypes.default_int) of the first maximum along `axis` (of the flattened tensor for None); a nan counts as
         the maximum, as PyTorch. Built as max, a mask of the positions equal to it, and the min index among them."""
         return _argmax(self, _pick(axis, dim), keepdim, "argmax")
 
@@ -487,8 +492,10 @@ class ReduceMixin:
 
     # ---------------------------------------------------------------- scans
     def cumsum(self: Tensor, axis: int = 0, dtype: DType | str | None = None, *, dim: int | None = None) -> Tensor:
-        """Running sum along `axis`; ints and bools accumulate (and return) int64, as PyTorch."""
-        out_dt = to_dtype(dtype) if dtype is not None else dtypes.int64 if not self.dtype.is_float else self.dtype
+        """Running sum along `axis`; ints and bools accumulate as sum does (flavor.int_acc_dtype: int64 in torch)."""
+        out_dt = (
+            to_dtype(dtype) if dtype is not None else self.dtype if self.dtype.is_float else int_acc_dtype(self.dtype)
+        )
         x = self.cast(out_dt)
         acc = dtypes.float32 if out_dt.is_float and out_dt.itemsize < 4 else out_dt
         x = x.cast(acc)
@@ -496,32 +503,28 @@ class ReduceMixin:
         return out.cast(out_dt)
 
     def cumprod(self: Tensor, axis: int = 0, dtype: DType | str | None = None, *, dim: int | None = None) -> Tensor:
-        """Running product along `axis`; ints and bools give int64, as PyTorch."""
-        out_dt = to_dtype(dtype) if dtype is not None else dtypes.int64 if not self.dtype.is_float else self.dtype
+        """Running product along `axis`; ints and bools as sum (flavor.int_acc_dtype: int64 in torch)."""
+        out_dt = (
+            to_dtype(dtype) if dtype is not None else self.dtype if self.dtype.is_float else int_acc_dtype(self.dtype)
+        )
         x = self.cast(out_dt)
         acc = dtypes.float32 if out_dt.is_float and out_dt.itemsize < 4 else out_dt
         x = x.cast(acc)
         out = _scan(x, _pick(axis, dim), "cumprod", lambda t, a: t.prod(a), lambda a, b: a * b, 1)
         return out.cast(out_dt)
 
-    def cummax(
-        self: Tensor, axis: int = 0, return_indices: bool = False, *, dim: int | None = None
-    ) -> Tensor | tuple[Tensor, Tensor]:
-        """Running max along `axis` (nan propagates). Values only, as tinygrad; return_indices=True or torch's
-        `dim=` keyword gives (values, indices) as torch.cummax (indices: int64, the last position of the max)."""
-        pair = return_indices or dim is not None
+    def cummax(self: Tensor, axis: int = 0, *, dim: int | None = None) -> ValuesIndices:
+        """(running max along `axis`, its indices), as tinygrad and torch.cummax (nan propagates; indices in
+        dtypes.default_int, the last position of the max)."""
         axis = _pick(axis, dim)
         values = _cummax_values(self, axis, "cummax")
-        return ValuesIndices(values, _cum_indices(self, values, axis, "cummax")) if pair else values
+        return ValuesIndices(values, _cum_indices(self, values, axis, "cummax"))
 
-    def cummin(
-        self: Tensor, axis: int = 0, return_indices: bool = False, *, dim: int | None = None
-    ) -> Tensor | tuple[Tensor, Tensor]:
-        """Running min along `axis`: cummax of the order-reversed tensor (see cummax for return_indices and dim=)."""
-        pair = return_indices or dim is not None
+    def cummin(self: Tensor, axis: int = 0, *, dim: int | None = None) -> ValuesIndices:
+        """(running min along `axis`, its indices): cummax of the order-reversed tensor."""
         axis = _pick(axis, dim)
         values = _flip(_cummax_values(_flip(self), axis, "cummin"))
-        return ValuesIndices(values, _cum_indices(self, values, axis, "cummin")) if pair else values
+        return ValuesIndices(values, _cum_indices(self, values, axis, "cummin"))
 
     def logcumsumexp(self: Tensor, axis: int = 0, *, dim: int | None = None) -> Tensor:
         """Running logsumexp along `axis` (each window max-shifted, so no overflow or underflow); floats only."""
