@@ -82,6 +82,7 @@ def make_step(seed: int) -> Callable[[Tensor, Tensor], Tensor]:
     l1, l2 = nn.Linear(64, 128), nn.Linear(128, 10)
     opt = optim.Adam([l1.weight, l1.bias, l2.weight, l2.bias], lr=1e-3)
 
+    @Tensor.train()  # tinygrad's optimizers step only in train mode
     def step(x: Tensor, y: Tensor) -> Tensor:
         opt.zero_grad()
         loss = l2(l1(x).relu()).sparse_categorical_crossentropy(y)

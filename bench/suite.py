@@ -428,6 +428,7 @@ def bench_mlp(s: Sizes) -> list[Row]:
         [(Tensor(x).realize(), Tensor(y).realize()) for x, y in batches]
     )
 
+    @Tensor.train()  # tinygrad's optimizers step only in train mode
     def unigrad_step() -> Tensor:
         x, y = next(ubatches)
         uopt.zero_grad()
@@ -437,6 +438,7 @@ def bench_mlp(s: Sizes) -> list[Row]:
         return loss
 
     @TinyJit
+    @Tensor.train()
     def jit_body(x: Tensor, y: Tensor) -> Tensor:  # the same step: replayed from the third call on
         jopt.zero_grad()
         loss = jmodel(x).sparse_categorical_crossentropy(y)

@@ -37,6 +37,7 @@ class MLP:
         return self.l2(self.l1(x).relu())
 
 
+@Tensor.train()  # tinygrad's optimizers step only in train mode
 def step(model: MLP, opt: optim.Optimizer, x: Tensor, y: Tensor) -> float:
     opt.zero_grad()
     loss = model(x).sparse_categorical_crossentropy(y)

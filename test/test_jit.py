@@ -263,6 +263,7 @@ D2 = ("CPU:0", "CPU:1")
 
 
 @pytest.mark.parametrize("axis", [0, None], ids=["data_parallel", "replicated_input"])
+@Tensor.train()  # tinygrad's optimizers step only in train mode
 def test_multi_device_training_step_replays_as_eager(axis):
     # an SGD step of an MLP with replicated weights on two devices, the batch split (or replicated): replays give
     # the eager step's losses and weights, on new inputs each call
@@ -323,6 +324,7 @@ def test_multi_device_changed_split_axis_is_refused():
     np.testing.assert_allclose(f(view).numpy(), xn[:, ::-1] * 2)
 
 
+@Tensor.train()  # tinygrad's optimizers step only in train mode
 def test_a_loss_read_after_the_step_inside_and_a_loss_from_outside():
     # torch's loop inside the function: the returned loss is the one before the update; a loss left unrealized
     # from before the first call is not captured into the replays

@@ -17,6 +17,8 @@ environment variable FLAVOR sets the start value.
 | negative sizes in creation        | ValueError                              | RuntimeError                            |
 | lazy values across in-place writes| a lazy tensor reads buffers when it is  | a tensor holds the values of the time   |
 |                                   | realized (later writes show)            | it was made                             |
+| optimizer.step() outside training | refused (Tensor.training must be set:   | steps (torch has no global train mode)  |
+|                                   | Tensor.train(), Context(TRAINING=1))    |                                         |
 
 (The per-field comments below are the reference; README's "Two flavors" section shows examples.)
 """
@@ -44,6 +46,9 @@ class Flavor:
     call_time_values: bool
     # exception type for a negative size in a creation function (zeros(-3), empty, rand, eye, full, ...)
     negative_size_error: type[Exception]
+    # an optimizer's step()/schedule_step() refuses to run unless Tensor.training is set (tinygrad's assert: a step
+    # taken by mistake in evaluation code); torch has no global train mode to check
+    step_needs_training: bool
 
 
 TINYGRAD = Flavor(
@@ -54,6 +59,7 @@ TINYGRAD = Flavor(
     grad_unmarked_leaves=True,
     call_time_values=False,
     negative_size_error=ValueError,
+    step_needs_training=True,
 )
 TORCH = Flavor(
     name="torch",
@@ -63,6 +69,7 @@ TORCH = Flavor(
     grad_unmarked_leaves=False,
     call_time_values=True,
     negative_size_error=RuntimeError,
+    step_needs_training=False,
 )
 FLAVORS: dict[str, Flavor] = {f.name: f for f in (TINYGRAD, TORCH)}
 

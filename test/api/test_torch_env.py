@@ -22,6 +22,7 @@ from unigrad import Tensor, dtypes, nn
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.flavor("torch")  # torch's training loop: no train mode needed to step
 def test_optim_is_a_module_like_torch_optim():
     import unigrad.optim as optim
     from unigrad.optim.lr_scheduler import StepLR
@@ -98,6 +99,7 @@ def test_size_threads_seeds_determinism_backends_compile():
     assert unigrad.compile(model) is model and unigrad.compile(mode="max-autotune")(model) is model
 
 
+@pytest.mark.flavor("torch")  # torch's training loop: no train mode needed to step
 def test_save_load_round_trip(tmp_path):
     model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
     opt = unigrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)

@@ -652,6 +652,7 @@ def test_forward_hooks():
 # ---------------------------------------------------------------- a torch-style training loop
 
 
+@pytest.mark.flavor("torch")  # torch's training loop: no train mode needed to step
 def test_training_loop_matches_torch():
     torch.manual_seed(0)
     theirs = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))

@@ -20,6 +20,13 @@ tensor_module = importlib.import_module("unigrad.tensor")  # the module (unigrad
 STEPS = 6
 
 
+@pytest.fixture(autouse=True)
+def _train_mode():
+    """tinygrad's optimizers step only in train mode (Tensor.training): every test here trains."""
+    with Tensor.train():
+        yield
+
+
 class MLP:
     """Linear -> (BatchNorm1d) -> relu -> Linear, with torch's attribute names."""
 
@@ -195,7 +202,9 @@ def test_batchnorm_model_trains_like_torch():
     assert ours.bn.num_batches_tracked.item() == 4
     theirs.eval()
     x, _ = batch(10)
-    np.testing.assert_allclose(ours(Tensor(x)).numpy(), theirs(torch.tensor(x)).detach().numpy(), atol=ATOL, rtol=RTOL)
+    with Tensor.train(False):
+        out = ours(Tensor(x)).numpy()
+    np.testing.assert_allclose(out, theirs(torch.tensor(x)).detach().numpy(), atol=ATOL, rtol=RTOL)
 
 
 def test_pending_running_stats_are_realized_even_if_not_passed():

@@ -277,6 +277,7 @@ def test_values_computed_before_a_write_keep_their_values():
     np.testing.assert_array_equal(after.numpy(), (np.arange(4) + 100) * 10)
 
 
+@pytest.mark.flavor("torch")  # torch's training loop: no train mode needed to step
 def test_model_output_read_after_the_optimizer_step_matches_torch():
     """The training-loop pattern: the logits of a step read (an accuracy, a running loss) after opt.step()."""
     import torch

@@ -790,6 +790,7 @@ def test_grad_through_gather_and_reshard():
 
 @pytest.mark.parametrize("how", ["multi_leaf", "to_tuple"])
 @pytest.mark.parametrize("opt", ["SGD", "Adam"])
+@Tensor.train()  # tinygrad's optimizers step only in train mode
 def test_optimizer_steps_match_torch(how, opt):
     x, y, ws = _mlp_data(8)
     tws = [torch.tensor(w, requires_grad=True) for w in ws]
@@ -816,6 +817,7 @@ def test_optimizer_steps_match_torch(how, opt):
 
 
 @pytest.mark.parametrize("opt", ["SGD", "Adam"])
+@Tensor.train()  # tinygrad's optimizers step only in train mode
 def test_optimizer_on_sharded_parameters(opt):
     rng = np.random.default_rng(61)
     w0, x = rng.standard_normal((6, 4)).astype(np.float32), rng.standard_normal((3, 6)).astype(np.float32)

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from unigrad import flavor
 from unigrad.dtype import DType, dtypes
 from unigrad.nn import lr_scheduler
 from unigrad.nn.lr_scheduler import (
@@ -326,7 +327,14 @@ class Optimizer:
 
     def schedule_step(self) -> list[Tensor]:
         """Build the update (assigns, not yet run) and return every tensor the step must realize (tinygrad's
-        name): realize them, with anything else that should see the parameters from before the update."""
+        name): realize them, with anything else that should see the parameters from before the update. In tinygrad's
+        flavor a step needs train mode (Tensor.training), as tinygrad asserts."""
+        if flavor.current().step_needs_training and not Tensor.training:
+            raise RuntimeError(
+                f"{type(self).__name__}.step(): Tensor.training is False; an optimizer steps only in train mode "
+                "(tinygrad's rule). Wrap the training loop in `with Tensor.train():`, or set `Tensor.training = True` "
+                "or `Context(TRAINING=1)`"
+            )
         live = [(i, p) for i, p in enumerate(self.params) if p.grad is not None]
         # what reads the old parameters comes first: the gradients (realized too, so .grad keeps the values the
         # step used) and the assigns already pending. The runtime runs kernels in this order, and it does not yet
