@@ -45,6 +45,7 @@ from unigrad.runtime import Device
 from unigrad.runtime import jit as rt_jit
 from unigrad.runtime import multi as rt_multi
 from unigrad.runtime import realize as rt
+from unigrad.api.movement import _fits_bound
 
 Shape = tuple[int, ...]
 # broadcast constants by (value, type, dtype, shape), kept alive: an op with a scalar (x + 1, lr * g) reuses the
@@ -328,6 +329,14 @@ def _raise_failed(checks: list[tuple[Tensor, Callable[[int, int], Exception]]]) 
             raise error(count, example)
 
 
+def _same_size(a: sint, b: sint) -> bool:
+    """a == b for symbolic sizes too: i+j is j+i (their difference simplifies to 0)."""
+    if a.__class__ is int and b.__class__ is int:
+        return a == b
+    d = ssub(a, b)
+    return a is b or (d.__class__ is int and d == 0)
+
+
 def _without_detach(u: UOp) -> UOp:
     """A view chain with its DETACH nodes dropped (`t.detach()[1:]` views t's buffer)."""
     chain = list(u.toposort(gate=lambda v: v.op in GroupOp.View or v.op is Ops.DETACH))
@@ -555,7 +564,7 @@ class Tensor(
         """The graph of a new tensor holding `data`: a UOp, a Tensor, a Python scalar, a list/tuple or numpy data."""
         if isinstance(data, UOp):
             if data.dtype is dtypes.index and data.shape == ():  # a Variable or symbolic size as a value: int64
-                return UOp(Ops.CAST, (data,), dt or dtypes.int64)  # (index is no tensor dtype: it does not promote)
+                return UOp(Ops.CAST, (data,), dt or dtypes.default_int)  # (index is no tensor dtype: no promotion)
             return data
         if isinstance(data, Tensor):
             data = data.numpy()
@@ -749,12 +758,33 @@ class Tensor(
             start, stop = 0, start
         if step == 0:
             raise RuntimeError("arange: step must be nonzero")
+        if any(isinstance(v, UOp) for v in (start, stop, step)):
+            return Tensor._symbolic_arange(start, stop, step, dtype, device, requires_grad)
         is_float = any(isinstance(v, float) for v in (start, stop, step))
         dt = to_dtype(dtype) if dtype is not None else dtypes.default_float if is_float else dtypes.default_int
         key = (start, stop, step, type(start), type(stop), type(step), dt)  # the graph holds no device
         if (u := _arange_uops.get(key)) is None:  # the same graph as last time: skip building it (losses call this)
             u = _remember(_arange_uops, key, _arange_uop(start, stop, step, dt))
         t = Tensor(u, device=device)
+        return t.requires_grad_() if requires_grad else t
+
+    @staticmethod
+    def _symbolic_arange(start: sint, stop: sint, step: Any, dtype: Any, device: Any, requires_grad: Any) -> Tensor:
+        """arange with Variable bounds (integer step): the arange of the largest count the Variables allow, shrunk
+        to the count (a symbolic size), plus start."""
+        if not isinstance(step, int) or any(isinstance(v, float) for v in (start, stop)):
+            raise TypeError(f"arange: Variable bounds take an int step and int bounds, got {start}, {stop}, {step}")
+        n = sfloordiv(sadd(ssub(stop, start), step - 1 if step > 0 else step + 1), step)
+        most = smax(n)
+        if most < 0 or smin(n) < 0:
+            raise ValueError(f"arange: the count {n} of [{start}, {stop}) by {step} may be negative")
+        dt = to_dtype(dtype) if dtype is not None else dtypes.default_int
+        t = Tensor.arange(most, dtype=dt, device=device).shrink(((0, n),))
+        if step != 1:
+            t = t * step
+        if not (isinstance(start, int) and start == 0):
+            t = t + start
+        t = t.cast(dt)
         return t.requires_grad_() if requires_grad else t
 
     # ---------------------------------------------------------------- realization
@@ -1167,7 +1197,9 @@ class Tensor(
         On a view of a buffer (a slice, a permute, a flip: `cache[pos:pos+1].assign(k)`) only the view's elements
         are written, in place, by a kernel that loops over the view: the tensor the view was taken from sees them
         once the assign has run (realize it first, as in tinygrad). A tensor with no buffer yet gets a new one."""
-        if not isinstance(x, Tensor):
+        if isinstance(x, (np.ndarray, list, tuple)):  # data: copied in as a tensor of this dtype
+            x = Tensor(x, device=self.device, dtype=self.dtype)
+        elif not isinstance(x, Tensor):
             x = self._const_like(x, self.dtype)
         if x.shape != self.shape:
             raise RuntimeError(f"assign: shape {x.shape} does not match the target's {self.shape}")
@@ -1239,7 +1271,7 @@ class Tensor(
                 )
             shp[next(i for i, s in enumerate(shp) if s.__class__ is int and s == -1)] = inferred
         new = tuple(shp)
-        if any(not isinstance(s, (int, UOp)) or smin(s) < 0 for s in new) or sprod(new) != numel:
+        if any(not isinstance(s, (int, UOp)) or smin(s) < 0 for s in new) or not _same_size(sprod(new), numel):
             raise flavor.current().shape_arg_error(
                 f"reshape: shape {list(new)} is invalid for input of size {numel} (shape {self.shape})"
             )
@@ -1372,12 +1404,12 @@ class Tensor(
         if len(arg) != self.ndim or any(
             not (0 <= b <= e <= s)
             if b.__class__ is int and e.__class__ is int and s.__class__ is int  # plain ints: compared directly
-            else smin(b) < 0 or not always_le(b, e) or not always_le(e, s)
+            else (smin(b) < 0 or not always_le(b, e) or not always_le(e, s)) and not _fits_bound(b, e, s)
             for (b, e), s in zip(bounds, self.shape)
         ):
             raise RuntimeError(
                 f"shrink: bounds {tuple(arg)} do not fit shape {self.shape}; need 0 <= begin <= end <= size per dim"
-                " (for every value of a symbolic bound)"
+                " (for every value of a symbolic bound, or for the values its Variables are bound to)"
             )
         if all(isinstance(b, int) and b == 0 and e == s for (b, e), s in zip(bounds, self.shape)):
             return self
@@ -1418,6 +1450,8 @@ class Tensor(
             dt = promote_with_dims(self.dtype, len(xs) == 0, other.dtype, len(ys) == 0)
             shape = _broadcast_shape(op, xs, ys)
             x, y = self.cast(dt)._broadcast_to(shape), other.cast(dt)._broadcast_to(shape)
+        elif isinstance(other, UOp) and other.dtype is dtypes.index and other.shape == ():  # a (bound) Variable
+            return self._broadcasted(Tensor(other, device=self.device), op, reverse)
         elif isinstance(other, (bool, int, float, np.bool_, np.integer, np.floating)):
             other = (
                 other.item() if isinstance(other, np.generic) else other
@@ -1722,13 +1756,6 @@ class Tensor(
     def relu(self) -> Tensor:
         """max(x, 0) with torch's gradient (0 at x == 0) and nan passed through."""
         return (self > 0).where(self, (self != self).where(self, 0))
-
-    def sigmoid(self) -> Tensor:
-        """1/(1+exp(-x)) computed from e = exp(-|x|) <= 1, so neither the value nor its gradient overflows."""
-        x = self._float()
-        pos = x >= 0
-        e = pos.where(-x, x).exp()  # exp(-|x|), with the gradient of -x or x on each side (also at 0)
-        return pos.where(1, e) / (1 + e)
 
     def abs(self) -> Tensor:
         return self if self.dtype is dtypes.bool or self.dtype.is_unsigned else self.maximum(-self)

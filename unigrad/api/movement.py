@@ -28,7 +28,7 @@ from unigrad.dtype import DType, dtypes, least_upper_dtype
 from unigrad.api.reduce import ValuesIndices
 from unigrad.api.strides import is_contiguous as row_major, layout
 from unigrad.helpers import record
-from unigrad.ir.sint import always_le, sadd, sint, smin, ssub
+from unigrad.ir.sint import always_le, resolve, sadd, sint, smin, ssub
 from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.uop import UOp
 
@@ -208,6 +208,16 @@ def _slice_dim(s: slice, n: sint) -> _DimIndex:
     return _DimIndex(last, start + 1, -step, flip=True)
 
 
+def _fits_bound(start: sint, stop: sint, n: sint) -> bool:
+    """0 <= start <= stop <= n for the values the Variables are bound to (tinygrad checks a bound Variable's value,
+    not its whole range); False when one is unbound."""
+    try:
+        a, b, m = resolve(start), resolve(stop), resolve(n)
+    except ValueError:
+        return False
+    return 0 <= a <= b <= m
+
+
 def _symbolic_slice(s: slice, n: sint) -> _DimIndex:
     """x[a:b] where a, b or the size are symbolic (Variables): step 1, bounds 0 <= a <= b <= n for every value."""
     if s.step not in (None, 1):
@@ -217,7 +227,10 @@ def _symbolic_slice(s: slice, n: sint) -> _DimIndex:
     if any(isinstance(v, int) and v < 0 for v in (start, stop)):
         raise IndexError(f"__getitem__: negative bounds with a symbolic size are not supported, got {s}")
     if smin(start) < 0 or not always_le(start, stop) or not always_le(stop, n):
-        raise IndexError(f"__getitem__: slice {start}:{stop} does not fit size {n} for every value of its Variables")
+        if not _fits_bound(start, stop, n):
+            raise IndexError(
+                f"__getitem__: slice {start}:{stop} does not fit size {n} for every value of its Variables"
+            )
     return _DimIndex(start, stop, 1)
 
 

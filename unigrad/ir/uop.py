@@ -322,18 +322,24 @@ class UOp:
         return x if isinstance(x, UOp) else UOp.const(self.dtype, x)
 
     def __add__(self, x: UOp | ConstType) -> UOp:
+        if not isinstance(x, (UOp, int, float)):  # a Tensor operand (`v * t` of a bound Variable): the Tensor's op
+            return NotImplemented
         return UOp(Ops.ADD, (self, self._rconst(x)))
 
     def __radd__(self, x: ConstType) -> UOp:
         return UOp(Ops.ADD, (self._rconst(x), self))
 
     def __sub__(self, x: UOp | ConstType) -> UOp:
+        if not isinstance(x, (UOp, int, float)):  # a Tensor operand (`v * t` of a bound Variable): the Tensor's op
+            return NotImplemented
         return UOp(Ops.ADD, (self, self._rconst(x) * -1))
 
     def __rsub__(self, x: ConstType) -> UOp:
         return UOp(Ops.ADD, (self._rconst(x), self * -1))
 
     def __mul__(self, x: UOp | ConstType) -> UOp:
+        if not isinstance(x, (UOp, int, float)):  # a Tensor operand (`v * t` of a bound Variable): the Tensor's op
+            return NotImplemented
         return UOp(Ops.MUL, (self, self._rconst(x)))
 
     def __rmul__(self, x: ConstType) -> UOp:
