@@ -19,6 +19,13 @@ environment variable FLAVOR sets the start value.
 |                                   | realized (later writes show)            | it was made                             |
 | optimizer.step() outside training | refused (Tensor.training must be set:   | steps (torch has no global train mode)  |
 |                                   | Tensor.train(), Context(TRAINING=1))    |                                         |
+| reshape to another size, repeat   | ValueError                              | RuntimeError                            |
+| with fewer repeats than dims      |                                         |                                         |
+| a non-int size (zeros(2.5),       | ValueError                              | TypeError (torch's argument parser)     |
+| linspace(0, 1, 2.5))              |                                         |                                         |
+| a 0-d int Tensor as a slice bound | TypeError                               | accepted (its value)                    |
+| an unknown dtype name (sum(dtype= | AttributeError (no such dtypes member)  | TypeError                               |
+| 'floatx'))                        |                                         |                                         |
 
 (The per-field comments below are the reference; README's "Two flavors" section shows examples.)
 """
@@ -49,6 +56,15 @@ class Flavor:
     # an optimizer's step()/schedule_step() refuses to run unless Tensor.training is set (tinygrad's assert: a step
     # taken by mistake in evaluation code); torch has no global train mode to check
     step_needs_training: bool
+    # exception type for a shape argument the tensor cannot take: reshape to another element count (reshape([]) of a
+    # non-scalar), repeat with fewer repeats than the tensor has dims
+    shape_arg_error: type[Exception]
+    # exception type for a size that is not an int in a creation function (zeros(2.5), linspace's steps=2.5)
+    non_int_size_error: type[Exception]
+    # x[a:b] takes 0-d integer Tensors as a and b (their values, read back); tinygrad raises TypeError
+    tensor_slice_bounds: bool
+    # exception type for a dtype name that names no dtype (sum(dtype='floatx')): tinygrad looks it up as an attribute
+    unknown_dtype_error: type[Exception]
 
 
 TINYGRAD = Flavor(
@@ -60,6 +76,10 @@ TINYGRAD = Flavor(
     call_time_values=False,
     negative_size_error=ValueError,
     step_needs_training=True,
+    shape_arg_error=ValueError,
+    non_int_size_error=ValueError,
+    tensor_slice_bounds=False,
+    unknown_dtype_error=AttributeError,
 )
 TORCH = Flavor(
     name="torch",
@@ -70,6 +90,10 @@ TORCH = Flavor(
     call_time_values=True,
     negative_size_error=RuntimeError,
     step_needs_training=False,
+    shape_arg_error=RuntimeError,
+    non_int_size_error=TypeError,
+    tensor_slice_bounds=True,
+    unknown_dtype_error=TypeError,
 )
 FLAVORS: dict[str, Flavor] = {f.name: f for f in (TINYGRAD, TORCH)}
 

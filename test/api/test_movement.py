@@ -1062,6 +1062,7 @@ ERROR_CASES = {
 }
 
 
+@pytest.mark.flavor("torch")  # torch's exception types (tinygrad's differ for some: test_tinygrad_forms.py)
 @pytest.mark.parametrize("name", list(ERROR_CASES))
 def test_errors(name):
     ours, theirs = ERROR_CASES[name]

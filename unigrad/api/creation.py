@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from unigrad import flavor
 from unigrad.dtype import ConstType, DType, dtypes, to_dtype
 
 if TYPE_CHECKING:
@@ -35,8 +36,10 @@ class CreationMixin:
         their own precision (float32 for half types), integer dtypes in float64 and then truncate."""
         from unigrad.tensor import Tensor
 
-        if not isinstance(steps, int) or steps < 0:
-            raise RuntimeError(f"linspace: number of steps must be a non-negative int, got {steps!r}")
+        if not isinstance(steps, int):
+            raise flavor.current().non_int_size_error(f"linspace: steps must be an int, got {steps!r}")
+        if steps < 0:
+            raise flavor.current().negative_size_error(f"linspace: number of steps must be non-negative, got {steps}")
         dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
         if steps <= 1:
             return Tensor.full((steps,), start, dtype=dt, device=device, requires_grad=requires_grad)
@@ -58,11 +61,9 @@ class CreationMixin:
     ) -> Tensor:
         """The n x m identity: ones on the diagonal, built from movement ops alone (a column of ones padded
         with n zeros per row, read as (n, n)), so it folds into whatever uses it."""
-        from unigrad.tensor import Tensor
+        from unigrad.tensor import Tensor, creation_shape
 
-        cols = n if m is None else m
-        if not isinstance(n, int) or not isinstance(cols, int) or n < 0 or cols < 0:
-            raise RuntimeError(f"eye: n and m must be non-negative ints, got n={n!r}, m={m!r}")
+        n, cols = creation_shape("eye", (n, n if m is None else m))
         dt = to_dtype(dtype) if dtype is not None else dtypes.default_float
         k = min(n, cols)
         ones = Tensor.ones(k, dtype=dt, device=device)
