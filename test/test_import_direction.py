@@ -192,6 +192,47 @@ def test_imports_point_down_the_pipeline():
     assert not errors, "import rule violations:\n" + "\n".join(errors)
 
 
+# The core (Tensor and its api mixins, gradients, @function) sits below unigrad.nn: nn builds on it, never the
+# reverse, not even inside a function. ir/pipeline/render/runtime are kept off nn by the layer rules above.
+CORE_PREFIXES = ("unigrad.api", "unigrad.tensor", "unigrad.gradient", "unigrad.function")
+# core modules that still reach into unigrad.nn, to be moved out: torch's top-level spellings of nn.functional
+# (torch.conv2d, torch.max_pool2d, torch.layer_norm, ...) call it on first use
+CORE_IMPORTS_NN_PENDING = {"unigrad.api.torch_functions"}
+
+
+def core_modules_importing_nn(sources: dict[str, tuple[str, bool]]) -> dict[str, list[int]]:
+    """core module -> the lines where it imports unigrad.nn or a submodule of it (anywhere in the file)."""
+    known = set(sources)
+    found: dict[str, list[int]] = {}
+    for module, (source, is_package) in sorted(sources.items()):
+        if not any(module == p or module.startswith(p + ".") for p in CORE_PREFIXES):
+            continue
+        for imp in collect_imports(module, is_package, source, known):
+            if imp.target == "unigrad.nn" or imp.target.startswith("unigrad.nn."):
+                found.setdefault(module, []).append(imp.lineno)
+    return found
+
+
+def test_core_never_imports_nn():
+    found = core_modules_importing_nn(package_sources())
+    wrong = {m: lines for m, lines in found.items() if m not in CORE_IMPORTS_NN_PENDING}
+    assert not wrong, f"core modules importing unigrad.nn (module: lines): {wrong}"
+    stale = CORE_IMPORTS_NN_PENDING - set(found)
+    assert not stale, f"no longer import unigrad.nn: drop them from CORE_IMPORTS_NN_PENDING: {sorted(stale)}"
+
+
+def test_core_never_imports_nn_checker():
+    sources = mods(
+        unigrad__api__math="def f():\n    from unigrad.nn.functional import prelu\n",
+        unigrad__api__reduce="from unigrad import nn\n",
+        unigrad__tensor="import unigrad.nn\n",
+        unigrad__nn__init="from unigrad.tensor import Tensor\n",
+        unigrad__nn__functional="",
+    )
+    found = core_modules_importing_nn(sources)
+    assert found == {"unigrad.api.math": [2], "unigrad.api.reduce": [1], "unigrad.tensor": [1]}
+
+
 # ---- the checker itself, on synthetic sources
 
 

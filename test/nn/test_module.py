@@ -894,6 +894,23 @@ def test_namespaces():
         assert hasattr(nn, name), name
 
 
+LAYER_FAMILIES = """module containers linear flatten conv norm embedding rnn dropout activation distance pooling padding
+vision loss transformer""".split()
+
+
+def test_layer_families_are_reexported():
+    """Every public class of a layer-family module is unigrad.nn.<name> itself, and listed in nn.__all__."""
+    import importlib
+
+    for family in LAYER_FAMILIES:
+        mod = importlib.import_module(f"unigrad.nn.{family}")
+        classes = [k for k, v in vars(mod).items() if isinstance(v, type) and v.__module__ == mod.__name__]
+        for name in (k for k in classes if not k.startswith("_")):
+            assert getattr(nn, name) is getattr(mod, name), f"{family}.{name}"
+            assert name in nn.__all__, f"{family}.{name}"
+    assert len(nn.__all__) == len(set(nn.__all__))
+
+
 @pytest.mark.parametrize("batch_first", [False, True])
 @pytest.mark.parametrize("side", ["right", "left"])
 def test_pad_sequence(batch_first, side):

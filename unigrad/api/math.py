@@ -596,16 +596,26 @@ class MathMixin:
         return ((x > 0).where(x, _expm1((x > 0).where(0.0, x)) * alpha) * gamma).cast(dt)
 
     def hardshrink(self: Tensor, lambd: float = 0.5) -> Tensor:
-        """x where |x| > lambd, else 0 (torch's Tensor.hardshrink: nn.functional.hardshrink)."""
-        from unigrad.nn.functional import hardshrink
-
-        return hardshrink(self, lambd)
+        """x where |x| > lambd, else 0 (torch's Tensor.hardshrink; nn.functional.hardshrink calls it)."""
+        return ((self > lambd) | (self < -lambd)).where(self, 0.0).cast(self.dtype)
 
     def prelu(self: Tensor, weight: Tensor) -> Tensor:
-        """x where x > 0, else weight * x, weight per channel (torch's Tensor.prelu: nn.functional.prelu)."""
-        from unigrad.nn.functional import prelu
+        """x where x > 0, else weight * x (torch's Tensor.prelu; nn.functional.prelu calls it); weight has 1 element
+        or one per channel (dim 1; a 0-D or 1-D input has one channel, as torch)."""
+        from unigrad.tensor import Tensor
 
-        return prelu(self, weight)
+        if not isinstance(weight, Tensor):
+            raise TypeError(f"prelu(): argument 'weight' must be a Tensor, got {type(weight).__name__}")
+        channels = self.shape[1] if self.ndim >= 2 else 1
+        if weight.numel() not in (1, channels) or weight.ndim > 1:
+            raise RuntimeError(
+                f"prelu(): weight must have 1 element or {channels} (the input's channels), got shape {weight.shape}"
+            )
+        if weight.numel() != 1 and self.ndim >= 2:
+            weight = weight.reshape(channels, *([1] * (self.ndim - 2)))
+        elif weight.numel() == 1:
+            weight = weight.reshape(())
+        return (self > 0).where(self, self * weight)
 
     def gelu(self: Tensor, approximate: str = "tanh") -> Tensor:
         """x * Phi(x): 'tanh' (the default of tinygrad's Tensor.gelu; torch has no Tensor.gelu) is the tanh

@@ -298,9 +298,8 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    """x where |x| > lambd, else 0."""
-    x = _tensor(input, "hardshrink")
-    return ((x > lambd) | (x < -lambd)).where(x, 0.0).cast(x.dtype)
+    """x where |x| > lambd, else 0 (Tensor.hardshrink)."""
+    return _tensor(input, "hardshrink").hardshrink(lambd)
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
@@ -322,19 +321,8 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    """x where x > 0, else weight * x; weight has 1 element or one per channel (dim 1; a 0-D or 1-D input has one
-    channel, as torch)."""
-    x, w = _tensor(input, "prelu"), _tensor(weight, "prelu", "weight")
-    channels = x.shape[1] if x.ndim >= 2 else 1
-    if w.numel() not in (1, channels) or w.ndim > 1:
-        raise RuntimeError(
-            f"prelu(): weight must have 1 element or {channels} (the input's channels), got shape {w.shape}"
-        )
-    if w.numel() != 1 and x.ndim >= 2:
-        w = w.reshape(channels, *([1] * (x.ndim - 2)))
-    elif w.numel() == 1:
-        w = w.reshape(())
-    return (x > 0).where(x, x * w)
+    """x where x > 0, else weight * x; weight has 1 element or one per channel (Tensor.prelu)."""
+    return _tensor(input, "prelu").prelu(weight)
 
 
 def rrelu(
