@@ -2,8 +2,9 @@
 
 Sources are parsed with `ast`, never imported. Layers, bottom to top:
 
-  base      unigrad/dtype.py, config.py, helpers.py: importable by anyone; they import only each other
-            (helpers nothing, config helpers, dtype helpers and config)
+  base      unigrad/dtype.py, config.py, helpers.py, flavor.py: importable by anyone; they import only each other
+            (helpers nothing, config helpers, dtype helpers and config (and flavor, in a function), flavor
+            helpers, config and dtype)
   ir        may import base, ir
   pipeline  may import base, ir, pipeline
   render    may import base, ir, pipeline, render
@@ -27,7 +28,13 @@ LEVEL = {"base": 0, "ir": 1, "pipeline": 2, "render": 3, "runtime": 4, "top": 5}
 LAYER_PACKAGES = ("ir", "pipeline", "render", "runtime")
 TOP_MODULES = ("tensor", "gradient", "function", "nn")
 # base modules and the base modules each one may import
-BASE_IMPORTS = {"helpers": set(), "config": {"helpers"}, "dtype": {"helpers", "config"}}
+# (dtype reads the flavor's default int in a function body, after both modules loaded: no cycle at import time)
+BASE_IMPORTS = {
+    "helpers": set(),
+    "config": {"helpers"},
+    "dtype": {"helpers", "config", "flavor"},
+    "flavor": {"helpers", "config", "dtype"},
+}
 # names that are submodules of the package even before their file exists
 KNOWN_SUBMODULES = set(LAYER_PACKAGES) | set(TOP_MODULES) | set(BASE_IMPORTS)
 

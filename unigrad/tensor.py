@@ -295,22 +295,38 @@ def _with_grad_siblings(ts: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
     return (*siblings, *ts)
 
 
-# data-dependent preconditions of ops built since the last realize (an index within its dim, ...): each a (2,) int64
-# tensor (how many elements are bad, one of them) and the error to raise; the next realize computes them with its
-# outputs and raises the first error, so bad data never gives a silently wrong result. Not under TinyJit capture:
-# a replay would not read them.
-_checks: list[tuple[Tensor, Callable[[int, int], Exception]]] = []
+@record(eq=False)
+class _Check:
+    """A data-dependent precondition of an op (an index within its dim, a nonzero divisor, ...): `summary`, a (2,)
+    int64 tensor (how many elements are bad, one of them), and the error to raise. It belongs to the tensors the op
+    built from the checked values (`source`): `anchors`, held weakly, found as they are made (Tensor._new) until the
+    first realize after the check. A realize whose graphs hold an anchor (the op's result, or anything computed from
+    it) computes the summary with its outputs and raises; other realizes leave it queued, and once every anchor is
+    freed the check is dropped."""
+
+    summary: Tensor
+    error: Callable[[int, int], Exception]
+    source: UOp
+    anchors: list[weakref.ReferenceType[UOp]]
+
+
+# the queued checks (not under TinyJit capture: a replay would not read them), and those still finding their anchors,
+# by the UOp of the values they check
+_checks: list[_Check] = []
+_binding: dict[UOp, list[_Check]] = {}
 
 
 def check_values(bad: Tensor, values: Tensor, error: Callable[[int, int], Exception]) -> None:
-    """Have the next realize raise error(count, example) when an element of the bool tensor `bad` is true;
-    `values` (of bad's shape) gives the example reported."""
+    """Have the realize of what is computed next from `values` (the op's result) raise error(count, example) when an
+    element of the bool tensor `bad` is true; `values` (of bad's shape) gives the example reported."""
     if rt_jit.inside_jit() is not None or bad.numel() == 0:
         return
     b, v = bad.flatten(), values.flatten().cast(dtypes.int64)
     count = b.cast(dtypes.int64).sum()
     example = b.where(v, dtypes.int64.min).max()
-    _checks.append((count.reshape(1).cat(example.reshape(1)), error))
+    check = _Check(count.reshape(1).cat(example.reshape(1)), error, values.uop, [])
+    _checks.append(check)
+    _binding.setdefault(values.uop, []).append(check)
 
 
 def check_range(
@@ -321,12 +337,59 @@ def check_range(
     check_values(bad if allowed is None else bad & (idx != allowed), idx, error)
 
 
-def _raise_failed(checks: list[tuple[Tensor, Callable[[int, int], Exception]]]) -> None:
+def _bind_checks(u: UOp) -> None:
+    """u was made from the values of checks still finding their anchors: it is one of theirs."""
+    for s in u.src:
+        for check in _binding.get(s, ()):
+            check.anchors.append(_weakref(u))
+
+
+def _due_checks(ts: Sequence[Tensor]) -> list[_Check]:
+    """The queued checks with an anchor in the graphs of ts, taken off the queue (their summaries are computed with
+    ts). Checks whose anchors are all freed are dropped; those that found anchors stop looking for more (the op
+    that queued them has built its result: later tensors made from the same values are other computations)."""
+    for check in _checks:
+        if check.anchors and check in _binding.get(check.source, ()):
+            _binding[check.source].remove(check)
+            if not _binding[check.source]:
+                del _binding[check.source]
+    live: dict[UOp, list[_Check]] = {}
+    kept: list[_Check] = []
+    for check in _checks:
+        anchors = [a for r in check.anchors if (a := r()) is not None]
+        if anchors or not check.anchors:  # an unbound one waits for its op's result
+            kept.append(check)
+            for a in anchors:
+                live.setdefault(a, []).append(check)
+    _checks[:] = kept
+    if not live:
+        return []
+    found = {id(c): c for u in UOp(Ops.SINK, tuple(t.uop for t in ts)).toposort() for c in live.get(u, ())}
+    if found:
+        _checks[:] = [c for c in _checks if id(c) not in found]
+    return list(found.values())
+
+
+def _move_anchors(before: Sequence[UOp], after: Sequence[UOp]) -> None:
+    """kernelize() replaced graphs `before` by `after` (which read their buffers): the queued checks anchored in a
+    replaced graph are anchored to its replacement too, so realizing it still computes them."""
+    anchored: dict[UOp, list[_Check]] = {}
+    for check in _checks:
+        for r in check.anchors:
+            if (a := r()) is not None:
+                anchored.setdefault(a, []).append(check)
+    for b, a in zip(before, after):
+        if a is not b and anchored:
+            for check in {id(c): c for n in b.toposort() for c in anchored.get(n, ())}.values():
+                check.anchors.append(_weakref(a))
+
+
+def _raise_failed(checks: list[_Check]) -> None:
     """Raise the first error whose check found bad elements (the checks were realized with the outputs)."""
-    for summary, error in checks:
-        count, example = summary.tolist()
+    for check in checks:
+        count, example = check.summary.tolist()
         if count:
-            raise error(count, example)
+            raise check.error(count, example)
 
 
 def _same_size(a: sint, b: sint) -> bool:
@@ -555,6 +618,8 @@ class Tensor(
             self.uop = self._data_uop(data, to_dtype(dtype) if dtype is not None else None)
         if isinstance(data, UOp):  # a graph (detach(), a gradient): may read buffers an assign writes later
             _made.append(_weakref(self))
+            if _binding:
+                _bind_checks(self.uop)
         if requires_grad is not None:
             self.requires_grad = requires_grad
         elif flavor.current().grad_unmarked_leaves:  # tinygrad: a backward() reaching it fills its .grad
@@ -642,7 +707,7 @@ class Tensor(
         """pickle (and unigrad.save): the values, read now, with dtype, device (a sharded tensor's devices and axis)
         and requires_grad; .grad is not kept (torch keeps it only for leaves, and checkpoints hold plain values).
         The lazy graph is not pickled: its buffers do not exist in another process."""
-        if self.dtype.fmt is None and self.dtype is not dtypes.bfloat16:
+        if self.dtype.fmt is None and self.dtype is not dtypes.bfloat16 and self.dtype not in dtypes.fp8s:
             raise TypeError(f"pickle: a {self.dtype} tensor has no numpy dtype to store its values in")
         multi = isinstance(self.device, tuple)
         axis = self.uop.axis if multi else None
@@ -689,6 +754,8 @@ class Tensor(
         t = object.__new__(Tensor)
         t.uop, t.device, t._requires_grad, t.grad = u, self.device, None, None
         _made.append(_weakref(t))
+        if _binding:  # a queued check's values: t may be the result of the op that checks them
+            _bind_checks(u)
         if self._requires_grad or (others and any(o._requires_grad for o in others)):
             t._join_autograd()
         return t
@@ -809,12 +876,7 @@ class Tensor(
         ts = (self, *others)
         if _assign_owner and schedule is rt.realize and (writes := _writes_read_by(ts)):
             Tensor.realize(*writes)  # writes through views of buffers ts read: first (as the views' base sees them)
-        checks = None
-        if _checks and schedule is rt.realize and rt_jit.inside_jit() is None:  # checks of the data: computed too
-            checks = _checks[:]
-            _checks.clear()
-            ts = (*ts, *(c for c, _ in checks))
-        elif not _assign_owner and all(_is_buffer_view(t.uop) for t in ts):  # nothing to compute
+        if not _assign_owner and all(_is_buffer_view(t.uop) for t in ts):  # nothing to compute
             rt.stats.last_kernels = []
             return self
         if _assign_owner and flavor.current().call_time_values:
@@ -826,6 +888,13 @@ class Tensor(
             ts = _with_grad_siblings(ts)
         if _assign_owner and _backward_roots:  # buffers are written: a loss built before reads the old values
             ts = (*ts, *_roots_to_compute(ts))
+        checks, before = [], None
+        if _checks and rt_jit.inside_jit() is None:  # checks of the data these graphs compute from: computed too
+            if schedule is rt.realize:
+                checks = _due_checks(ts)
+                ts = (*ts, *(c.summary for c in checks))
+            else:  # kernelize: the checks follow their anchors into the new graphs
+                before = [t.uop for t in ts]
         if rt_multi.used:  # a graph may hold multi-device nodes: lowered to per-device ones first
             schedule = functools.partial(rt_multi.schedule, schedule)
         for dev in {t.device for t in ts}:
@@ -848,6 +917,8 @@ class Tensor(
                 _view_assigns.pop(node, None)
                 if owner is not None and owner.uop is node:
                     owner.uop = u
+        if before is not None:
+            _move_anchors(before, [t.uop for t in ts])
         if checks:
             _raise_failed(checks)
         return self
@@ -863,8 +934,8 @@ class Tensor(
                 f"TinyJit({fn}): reading a tensor's values (.numpy(), .item(), .tolist()) inside a jitted function "
                 "would give the captured value on every replay; return the tensor and read it after the call"
             )
-        if self.dtype.fmt is None and self.dtype is not dtypes.bfloat16:
-            raise TypeError(f"numpy: no numpy dtype for {self.dtype}")
+        if self.dtype.fmt is None and self.dtype is not dtypes.bfloat16 and self.dtype not in dtypes.fp8s:
+            raise TypeError(f"numpy: no numpy dtype for {self.dtype}")  # (bfloat16 and fp8 come out as float32)
         if isinstance(self.device, tuple):  # gathered on the first device
             return self.to(self.device[0]).numpy()
         t = self.contiguous_view()
@@ -1173,9 +1244,17 @@ class Tensor(
         found = list(
             {id(t): t for t in pool if t._requires_grad is None and t.dtype.is_float and t.uop in nodes}.values()
         )
-        if unmarked:  # the leaves among them: a result computed from another of them (y = x * 2) gets no .grad
+        if unmarked:  # the leaves among them: a result computed from another of them (y = x * 2) gets no .grad,
+            # nor does a placeholder of a traced @function body (its graph reads PARAMs, not buffers)
             uops = {t.uop for t in found}
-            found = [t for t in found if not any(u in uops and u is not t.uop for u in t.uop.toposort())]
+            found = [
+                t
+                for t in found
+                if not any(
+                    (u in uops and u is not t.uop) or (u.op is Ops.PARAM and u.arg.name is None)
+                    for u in t.uop.toposort()
+                )
+            ]
         moved: dict[UOp, UOp] = {}
         for t in found:
             if lone is not None and _undecided.get(id(t)) is not t:
@@ -1903,9 +1982,10 @@ class Tensor(
                 f"matmul: shapes {self.shape} and {w.shape} cannot be multiplied ({x.shape[-1]} != {y.shape[-2]})"
             )
         dt = promote_types(x.dtype, y.dtype)
+        acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt  # 16-bit: float32 sums, one rounding
         y = y._packed_for_matmul(x)
         x = x._rows_for_matmul()
-        out = (x.unsqueeze(-1).cast(dt) * y.unsqueeze(-3).cast(dt)).sum(-2, dtype=dt)
+        out = (x.unsqueeze(-1).cast(acc) * y.unsqueeze(-3).cast(acc)).sum(-2, dtype=acc).cast(dt)
         if self.ndim == 1:
             out = out.squeeze(-2)
         if w.ndim == 1:

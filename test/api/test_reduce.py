@@ -187,8 +187,8 @@ def test_reduce_errors():
 SCANS = {
     "cumsum": (lambda t, d: t.cumsum(d), lambda x, d: torch.cumsum(x, d)),
     "cumprod": (lambda t, d: t.cumprod(d), lambda x, d: torch.cumprod(x, d)),
-    "cummax": (lambda t, d: t.cummax(d, return_indices=True), lambda x, d: tuple(torch.cummax(x, d))),
-    "cummin": (lambda t, d: t.cummin(dim=d, return_indices=True), lambda x, d: tuple(torch.cummin(x, d))),
+    "cummax": (lambda t, d: t.cummax(d), lambda x, d: tuple(torch.cummax(x, d))),
+    "cummin": (lambda t, d: t.cummin(dim=d), lambda x, d: tuple(torch.cummin(x, d))),
     "logcumsumexp": (lambda t, d: t.logcumsumexp(d), lambda x, d: torch.logcumsumexp(x, d)),
 }
 
@@ -224,8 +224,8 @@ def test_scan_dtypes(name, dtype, rng):
 
 def test_scan_edges():
     e = np.array([1.0, NAN, 3.0, 2.0, NAN, 5.0, 5.0], dtype=np.float32)
-    check_result(Tensor(e).cummax(0, True), tuple(torch.cummax(torch.from_numpy(e), 0)))
-    check_result(Tensor(e).cummin(0, True), tuple(torch.cummin(torch.from_numpy(e), 0)))
+    check_result(Tensor(e).cummax(0), tuple(torch.cummax(torch.from_numpy(e), 0)))
+    check_result(Tensor(e).cummin(0), tuple(torch.cummin(torch.from_numpy(e), 0)))
     check(Tensor(e).cumsum(0), torch.cumsum(torch.from_numpy(e), 0))
     f = np.array([-INF, 1.0, INF, 2.0, -INF, 80.0, 90.0, -200.0], dtype=np.float32)
     check(Tensor(f).logcumsumexp(0), torch.logcumsumexp(torch.from_numpy(f), 0))
@@ -254,7 +254,10 @@ GRAD = {
     "logsumexp": (lambda t: t.logsumexp(1), lambda t: t.logsumexp(1)),
     "cumsum_cumprod": (lambda t: t.cumsum(1) + t.cumprod(0).sum(0), lambda t: t.cumsum(1) + t.cumprod(0).sum(0)),
     "logcumsumexp": (lambda t: t.logcumsumexp(1), lambda t: t.logcumsumexp(1)),
-    "cummax_cummin": (lambda t: t.cummax(1) * t.cummin(0), lambda t: t.cummax(1).values * t.cummin(0).values),
+    "cummax_cummin": (
+        lambda t: t.cummax(1).values * t.cummin(0).values,
+        lambda t: t.cummax(1).values * t.cummin(0).values,
+    ),
 }
 
 

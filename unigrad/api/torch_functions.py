@@ -822,11 +822,11 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
 
 
 def cummax(input: Tensor, dim: int) -> ValuesIndices:
-    return ValuesIndices(*_t(input, "cummax").cummax(dim, return_indices=True))
+    return ValuesIndices(*_t(input, "cummax").cummax(dim))
 
 
 def cummin(input: Tensor, dim: int) -> ValuesIndices:
-    return ValuesIndices(*_t(input, "cummin").cummin(dim, return_indices=True))
+    return ValuesIndices(*_t(input, "cummin").cummin(dim))
 
 
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
