@@ -141,6 +141,10 @@ class dtypes(metaclass=_DefaultDtypes):
     bfloat16: Final = DType("bfloat16", 2, "f", None)
     float32: Final = DType("float32", 4, "f", "f4")
     float64: Final = DType("float64", 8, "f", "f8")
+    # 8-bit floats (OCP FP8, as tinygrad's and ml_dtypes'), stored as one byte and computed in float32:
+    # E4M3 "FN" (no infinities; max 448; nan S.1111.111) and E5M2 (IEEE-like: inf; max 57344)
+    fp8e4m3: Final = DType("fp8e4m3", 1, "f", None)
+    fp8e5m2: Final = DType("fp8e5m2", 1, "f", None)
     index: Final = DType("index", 8, "x", None)  # symbolic index math; int64 when rendered
     void: Final = DType("void", 0, "x", None)
 
@@ -157,18 +161,63 @@ class dtypes(metaclass=_DefaultDtypes):
     uint = uint32
     ulong = uint64
 
+    # tinygrad's dtype groups
+    fp8s: Final = (fp8e4m3, fp8e5m2)
+    floats: Final = (*fp8s, float16, bfloat16, float32, float64)
+    uints: Final = (uint8, uint16, uint32, uint64)
+    sints: Final = (int8, int16, int32, int64)
+    ints: Final = (*uints, *sints)
+
     @staticmethod
     def all() -> tuple[DType, ...]:
         return ALL_DTYPES
 
     @staticmethod
-    def from_py(x: ConstType) -> DType:
-        """The dtype PyTorch gives a Python scalar on its own."""
+    def from_py(x: ConstType | list | tuple) -> DType:
+        """The dtype a Python scalar gets on its own (bool, the default int, the default float); a list or tuple
+        (nested too) gets the highest of its elements' (bool < int < float; the default float when empty)."""
+        if isinstance(x, (list, tuple)):
+            return max((dtypes.from_py(v) for v in x), key=_category, default=dtypes.default_float)
         if isinstance(x, bool):
             return dtypes.bool
         if isinstance(x, int):
             return dtypes.default_int
         return dtypes.default_float
+
+    # tinygrad's static helpers on the namespace (a DType also answers dt.is_float, dt.min, ... itself)
+    @staticmethod
+    def is_float(dt: DType) -> bool:
+        return dt.kind == "f"
+
+    @staticmethod
+    def is_int(dt: DType) -> bool:
+        """Signed and unsigned ints and the index type (not bool)."""
+        return dt.is_int
+
+    @staticmethod
+    def is_unsigned(dt: DType) -> bool:
+        return dt.kind == "u"
+
+    @staticmethod
+    def is_bool(dt: DType) -> bool:
+        return dt.kind == "b"
+
+    @staticmethod
+    def finfo(dt: DType) -> tuple[int, int]:
+        """(exponent bits, mantissa bits) of a float dtype, as tinygrad's dtypes.finfo."""
+        if dt not in _FLOAT_BITS:
+            raise TypeError(f"dtypes.finfo: {dt} is not a float dtype")
+        return _FLOAT_BITS[dt]
+
+    @staticmethod
+    def min(dt: DType) -> ConstType:
+        """The smallest value of dt: 0 or -2**(bits-1) for ints, -inf for floats, False for bool."""
+        return dtype_min(dt)
+
+    @staticmethod
+    def max(dt: DType) -> ConstType:
+        """The largest value of dt: 2**bits-1 or 2**(bits-1)-1 for ints, inf for floats, True for bool."""
+        return dtype_max(dt)
 
     @staticmethod
     def from_name(name: str) -> DType:
@@ -178,6 +227,17 @@ class dtypes(metaclass=_DefaultDtypes):
         return dt
 
 
+# (exponent bits, mantissa bits) of each float dtype: dtypes.finfo
+_FLOAT_BITS: Final = {
+    dtypes.fp8e4m3: (4, 3),
+    dtypes.fp8e5m2: (5, 2),
+    dtypes.float16: (5, 10),
+    dtypes.bfloat16: (8, 7),
+    dtypes.float32: (8, 23),
+    dtypes.float64: (11, 52),
+}
+
+# every tensor dtype but the fp8s (which only some ops take: creation, casts, elementwise math, reductions)
 ALL_DTYPES: Final = (
     dtypes.bool,
     dtypes.int8,
@@ -221,6 +281,8 @@ def promote_types(a: DType, b: DType) -> DType:
     if ca != cb:
         return a if ca > cb else b
     if a.kind == "f":
+        if a.itemsize == b.itemsize == 1:  # fp8e4m3 + fp8e5m2: float16 holds both exactly
+            return dtypes.float16
         if a.itemsize == b.itemsize:  # float16 + bfloat16
             return dtypes.float32
         return a if a.itemsize > b.itemsize else b

@@ -56,7 +56,7 @@ def tensor_repr(t: Tensor) -> str:
 
     if jit.inside_jit() is not None or not all(isinstance(s, int) for s in t.shape):
         return lazy_repr(t)
-    if t.dtype.fmt is None and t.dtype is not dtypes.bfloat16:
+    if t.dtype.fmt is None and t.dtype is not dtypes.bfloat16 and t.dtype not in dtypes.fp8s:
         return lazy_repr(t)
     values = t.numpy()
     extras = []

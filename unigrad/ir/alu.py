@@ -15,11 +15,62 @@ from fractions import Fraction
 from typing import Any
 
 from unigrad.dtype import ConstType, DType, cast_scalar, dtypes
+from unigrad.helpers import record
 from unigrad.ir.ops import Ops
 
 
 _F32 = struct.Struct("f")
 _f32_pack, _f32_unpack = _F32.pack, _F32.unpack
+
+
+@record(frozen=True)
+class FP8Format:
+    """An 8-bit float: sign, `exp_bits` exponent bits (bias `bias`), `man_bits` mantissa bits; `top` is the code of
+    the largest finite value (what overflow saturates to)."""
+
+    exp_bits: int
+    man_bits: int
+    bias: int
+    top: int
+
+
+# E4M3 has no infinities (S.1111.111 is nan, so 0x7e = 448 is the top); E5M2 is IEEE-like (0x7c inf, 0x7b = 57344)
+FP8_FORMATS: dict[DType, FP8Format] = {
+    dtypes.fp8e4m3: FP8Format(4, 3, 7, 0x7E),
+    dtypes.fp8e5m2: FP8Format(5, 2, 15, 0x7B),
+}
+
+
+def fp8_to_float(bits: int, dt: DType) -> float:
+    """The value of the fp8 code `bits` (0..255)."""
+    f = FP8_FORMATS[dt]
+    sign = -1.0 if bits & 0x80 else 1.0
+    e, m = (bits >> f.man_bits) & ((1 << f.exp_bits) - 1), bits & ((1 << f.man_bits) - 1)
+    if (bits & 0x7F) > f.top:  # past the top: nan (E4M3), or inf and nan (E5M2)
+        return sign * math.inf if dt is dtypes.fp8e5m2 and m == 0 else math.nan
+    if e == 0:  # subnormal: m * 2^(1 - bias - man_bits)
+        return sign * math.ldexp(m, 1 - f.bias - f.man_bits)
+    return sign * math.ldexp((1 << f.man_bits) + m, e - f.bias - f.man_bits)
+
+
+def float_to_fp8(x: float, dt: DType) -> int:
+    """The fp8 code of x, rounded to float32 first (kernels compute fp8 in float32), then to the nearest fp8 value,
+    ties to even. Finite values beyond the largest and +-inf saturate to +-largest (tinygrad's conversion, CUDA's
+    satfinite); nan is 0x7f (with x's sign)."""
+    f = FP8_FORMATS[dt]
+    x = _round_float(x, dtypes.float32)
+    sign = 0x80 if math.copysign(1.0, x) < 0 else 0
+    if math.isnan(x):
+        return sign | 0x7F
+    a = abs(x)
+    if math.isinf(a):
+        return sign | f.top
+    # a's binade (the subnormals share the lowest normal one); its fp8 spacing is 2^(e - man_bits)
+    e = max(math.frexp(a)[1] - 1, 1 - f.bias) if a else 1 - f.bias
+    steps = round(math.ldexp(a, f.man_bits - e))  # exact scaling; Python's round() is ties-to-even
+    # code = exponent field and mantissa; a carry of the rounding into the next binade comes out right
+    code = ((e + f.bias - 1) << f.man_bits) + steps
+    return sign | min(code, f.top)
 
 
 def _round_float(x: float, dt: DType) -> float:
@@ -28,6 +79,8 @@ def _round_float(x: float, dt: DType) -> float:
             return _f32_unpack(_f32_pack(x))[0]
         except OverflowError:
             return math.copysign(math.inf, x)
+    if dt in FP8_FORMATS:  # (saturates: +-inf too)
+        return fp8_to_float(float_to_fp8(x, dt), dt)
     if dt is dtypes.float64 or math.isnan(x) or math.isinf(x):
         return x
     try:
@@ -174,6 +227,8 @@ def _to_bits(v: ConstType, dt: DType) -> int:
     """The storage bits of `v`, a value of `dt`, as a non-negative int."""
     if dt is dtypes.bfloat16:
         return _to_bits(v, dtypes.float32) >> 16  # v holds a bfloat16 value exactly: the low half is zero
+    if dt in FP8_FORMATS:
+        return float_to_fp8(v, dt)  # type: ignore[arg-type]  # exact: v holds an fp8 value
     if dt.is_float:
         return int.from_bytes(struct.pack(_FLOAT_FMT[dt], v), "little")
     return int(v) & ((1 << (8 * dt.itemsize)) - 1)
@@ -182,6 +237,8 @@ def _to_bits(v: ConstType, dt: DType) -> int:
 def _from_bits(bits: int, dt: DType) -> ConstType:
     if dt is dtypes.bfloat16:
         return _from_bits(bits << 16, dtypes.float32)
+    if dt in FP8_FORMATS:
+        return fp8_to_float(bits, dt)
     if dt.is_float:
         return struct.unpack(_FLOAT_FMT[dt], bits.to_bytes(dt.itemsize, "little"))[0]
     return cast_scalar(bits, dt)

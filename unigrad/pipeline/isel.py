@@ -44,7 +44,7 @@ from unigrad.pipeline.decomp.numerics import const, neg, recip
 from unigrad.pipeline.decomp.threefry import threefry
 from unigrad.pipeline.decomp.transcendental import exp2, log2, pow_, sin, sqrt
 
-FLOATS = frozenset({dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64})
+FLOATS = frozenset(dtypes.floats)
 INTS = frozenset(dt for dt in dtypes.all() if dt.is_int)
 
 

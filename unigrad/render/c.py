@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from unigrad.dtype import DType, dtypes
+from unigrad.ir.alu import FP8_FORMATS, FP8Format
 from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.uop import UOp
 from unigrad.render.cstyle import CStyleLanguage, KernelSignature, _num, _vec
@@ -38,24 +39,62 @@ C_TYPES: dict[DType, str] = {
     dtypes.uint64: "unsigned long long",
     dtypes.float16: "_Float16",
     dtypes.bfloat16: "float",  # computed in float, stored as 16 bits
+    dtypes.fp8e4m3: "float",  # computed in float, stored as 8 bits
+    dtypes.fp8e5m2: "float",
     dtypes.float32: "float",
     dtypes.float64: "double",
     dtypes.index: "long long",
 }
 
 
+def _fp8_helpers(name: str, f: FP8Format) -> str:
+    """`float <name>_to_f32(unsigned char)` and `unsigned char f32_to_<name>(float)`: ir/alu.py's fp8_to_float and
+    float_to_fp8 in C (round to nearest even; overflow and inf saturate to the top code; nan is 0x7f)."""
+    e_mask, m_mask, m, bias = (1 << f.exp_bits) - 1, (1 << f.man_bits) - 1, f.man_bits, f.bias
+    sub_scale = f"0x1p-{bias + m - 1}f"  # a subnormal is its mantissa times 2^(1 - bias - m)
+    past_top = "m ? NAN : (s ? -INFINITY : INFINITY)" if name == "fp8e5m2" else "NAN"
+    return (
+        f"static inline float {name}_to_f32(unsigned char b) {{\n"
+        f"  unsigned int s = (unsigned int)(b & 0x80u) << 24, e = (b >> {m}) & {e_mask}u, m = b & {m_mask}u, u; float f;\n"
+        f"  if ((b & 0x7fu) > {f.top}u) return {past_top};\n"
+        f"  if (e == 0) {{ f = (float)m * {sub_scale}; return s ? -f : f; }}\n"
+        f"  u = s | ((e + {127 - bias}u) << 23) | (m << {23 - m}); memcpy(&f, &u, 4); return f;\n"
+        f"}}\n"
+        f"static inline unsigned char f32_to_{name}(float x) {{\n"
+        f"  unsigned int u; memcpy(&u, &x, 4);\n"
+        f"  unsigned int s = (u >> 24) & 0x80u, a = u & 0x7fffffffu, E = a >> 23, M = E ? (a & 0x7fffffu) | 0x800000u : a;\n"
+        f"  if (a > 0x7f800000u) return (unsigned char)(s | 0x7fu);\n"
+        f"  int e = (int)(E ? E : 1) - 127; if (e < {1 - bias}) e = {1 - bias};\n"
+        f"  int sh = 150 + e - {m} - (int)(E ? E : 1);  /* |x| / 2^(e - {m}) = M >> sh */\n"
+        f"  unsigned int r = sh > 24 ? 0u : (M + (1u << (sh - 1)) - 1u + ((M >> sh) & 1u)) >> sh;\n"
+        f"  unsigned int code = (unsigned int)((e + {bias - 1}) << {m}) + r;\n"
+        f"  return (unsigned char)(s | (code > {f.top}u ? {f.top}u : code));\n"
+        f"}}"
+    )
+
+
+# storage types that compute in float: (C storage type, float -> storage, storage -> float)
+STORED_AS: dict[DType, tuple[str, str, str]] = {
+    dtypes.bfloat16: ("unsigned short", "f32_to_bf16", "bf16_to_f32"),
+    **{dt: ("unsigned char", f"f32_to_{dt.name}", f"{dt.name}_to_f32") for dt in FP8_FORMATS},
+}
+# the fp8 conversions, by the name a kernel calls them with (a kernel's source holds only those it needs)
+FP8_HELPERS = {dt.name: _fp8_helpers(dt.name, f) for dt, f in FP8_FORMATS.items()}
+
+
 def _bitcast_helper(src: DType, dst: DType) -> str:
     """`dst bitcast_<src>_<dst>(src x)`, the function cstyle renders BITCAST as: the bytes copied with memcpy
-    (defined behaviour in C, one register move once optimized). bfloat16 is computed as float: its bits are
-    the top half of that float (exact, the value is a bfloat16) and it is rebuilt from 16 bits."""
+    (defined behaviour in C, one register move once optimized). bfloat16 and the fp8s are computed as float: their
+    bits are taken from that float (exact: it holds a value of the type) and it is rebuilt from them."""
     s, d = C_TYPES[src], C_TYPES[dst]
-    if src is dtypes.bfloat16:
-        body = f"unsigned short b = f32_to_bf16(x); {d} y; memcpy(&y, &b, 2); return y;"
-    elif dst is dtypes.bfloat16:
-        body = "unsigned short b; memcpy(&b, &x, 2); return bf16_to_f32(b);"
+    load, var = "", "x"
+    if src in STORED_AS:
+        load, var = f"{STORED_AS[src][0]} b = {STORED_AS[src][1]}(x); ", "b"
+    if dst in STORED_AS:
+        body = f"{STORED_AS[dst][0]} c; memcpy(&c, &{var}, {dst.itemsize}); return {STORED_AS[dst][2]}(c);"
     else:
-        body = f"{d} y; memcpy(&y, &x, sizeof y); return y;"
-    return f"static inline {d} bitcast_{src.name}_{dst.name}({s} x) {{ {body} }}"
+        body = f"{d} y; memcpy(&y, &{var}, sizeof y); return y;"
+    return f"static inline {d} bitcast_{src.name}_{dst.name}({s} x) {{ {load}{body} }}"
 
 
 # every pair of distinct int/float dtypes of one size (bool and index have no bit layout to reinterpret)
@@ -127,10 +166,12 @@ class CLanguage(CStyleLanguage):
         self.vector_bytes = vector_bytes
 
     def helpers(self, body: str) -> str:
-        """The bitcast helpers `body` calls."""
-        if "bitcast_" not in body:
+        """The fp8 conversions and bitcast helpers `body` calls (the conversions first: helpers call them)."""
+        if "bitcast_" not in body and "fp8" not in body:
             return ""
-        return "\n".join(definition for call, definition in BITCAST_HELPERS.items() if call in body)
+        defs = [definition for call, definition in BITCAST_HELPERS.items() if call in body]
+        fp8 = [definition for name, definition in FP8_HELPERS.items() if name in body]
+        return "\n".join(fp8 + defs)
 
     def load_hint(self, u: UOp, ptr: str, buffer_bytes: int, once: bool) -> str:
         if (
@@ -172,7 +213,7 @@ class CLanguage(CStyleLanguage):
         return super().valu(u, r)
 
     def storage_type(self, dt: DType) -> str:
-        return "unsigned short" if dt is dtypes.bfloat16 else self.ctype(dt)
+        return STORED_AS[dt][0] if dt in STORED_AS else self.ctype(dt)
 
     def signature(self, sig: KernelSignature) -> str:
         args = [f"{self.storage_type(dt)}* restrict data{slot}" for slot, dt in sig.buffers]
@@ -182,11 +223,11 @@ class CLanguage(CStyleLanguage):
         return f"void {sig.name}({', '.join(args)})"
 
     def load(self, u: UOp, target: str) -> str:
-        return f"bf16_to_f32({target})" if u.dtype is dtypes.bfloat16 and "acc" not in target else target
+        return f"{STORED_AS[u.dtype][2]}({target})" if u.dtype in STORED_AS and "acc" not in target else target
 
     def store(self, u: UOp, target: str, value: str) -> str:
-        if u.src[1].dtype is dtypes.bfloat16 and not target.startswith("acc"):
-            return f"{target} = f32_to_bf16({value});"
+        if u.src[1].dtype in STORED_AS and not target.startswith("acc"):
+            return f"{target} = {STORED_AS[u.src[1].dtype][1]}({value});"
         return f"{target} = {value};"
 
     def alu(self, u: UOp, a: list[str]) -> str:
@@ -194,8 +235,10 @@ class CLanguage(CStyleLanguage):
             return f"{FMA_FUNCS[u.dtype]}({a[0]}, {a[1]}, {a[2]})"
         if u.dtype is dtypes.float16 and u.op in self.float_funcs:  # no half libm: compute in float
             return f"(_Float16){self.float_funcs[u.op]}f((float){a[0]})"
-        if u.op is Ops.CAST and u.dtype is dtypes.bfloat16:
-            return f"bf16_to_f32(f32_to_bf16((float)({a[0]})))"
-        if u.op in (Ops.ADD, Ops.MUL, Ops.RECIP) and u.dtype is dtypes.bfloat16:
-            return f"bf16_to_f32(f32_to_bf16({super().alu(u, a)}))"
+        if u.op is Ops.CAST and u.dtype in STORED_AS:  # rounded through the storage type
+            _, to, back = STORED_AS[u.dtype]
+            return f"{back}({to}((float)({a[0]})))"
+        if u.op in (Ops.ADD, Ops.MUL, Ops.RECIP) and u.dtype in STORED_AS:
+            _, to, back = STORED_AS[u.dtype]
+            return f"{back}({to}({super().alu(u, a)}))"
         return super().alu(u, a)

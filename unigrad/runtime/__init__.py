@@ -7,6 +7,7 @@ through numpy at the boundary only.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +17,7 @@ import numpy as np
 from unigrad import config
 from unigrad.dtype import DType, dtypes
 from unigrad.helpers import record
+from unigrad.ir.alu import fp8_to_float
 from unigrad.ir.persist import loads
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize.opts import Target
@@ -146,9 +148,17 @@ Device = _DeviceRegistry()
 def to_numpy_dtype(dt: DType) -> np.dtype:
     if dt is dtypes.bfloat16:
         return np.dtype(np.uint16)  # raw bits at the boundary
+    if dt in dtypes.fp8s:
+        return np.dtype(np.uint8)
     if dt.fmt is None:
         raise TypeError(f"{dt} has no numpy equivalent")
     return np.dtype(dt.fmt)
+
+
+@functools.cache
+def fp8_values(dt: DType) -> np.ndarray:
+    """The float32 value of each of the 256 codes of an fp8 dtype (ir/alu.py's definition): the copy-out table."""
+    return np.array([fp8_to_float(code, dt) for code in range(256)], dtype=np.float32)
 
 
 class Buffer:
@@ -201,10 +211,12 @@ class Buffer:
         return self
 
     def numpy(self) -> np.ndarray:
-        """A host copy as a flat numpy array (bfloat16 comes out as float32)."""
+        """A host copy as a flat numpy array (bfloat16 and the fp8s come out as float32)."""
         out = Device[self.device].allocator.copyout(self.handle, self.dtype, self.size)
         if self.dtype is dtypes.bfloat16:
             return (out.astype(np.uint32) << 16).view(np.float32)
+        if self.dtype in dtypes.fp8s:
+            return fp8_values(self.dtype)[out]
         return out
 
     def __repr__(self) -> str:

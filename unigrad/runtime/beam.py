@@ -96,6 +96,8 @@ def random_inputs(device: str, ast: UOp, seed: int = 0) -> list[Buffer | None]:
 def _random_values(dtype: DType, size: int, rng: np.random.Generator) -> np.ndarray:
     if dtype is dtypes.bfloat16:  # raw bits: the top half of float32 values
         return (rng.standard_normal(size).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    if dtype in dtypes.fp8s:  # raw codes of small finite values (sign, low exponents)
+        return rng.integers(0, 0x40, size).astype(np.uint8) | (rng.integers(0, 2, size).astype(np.uint8) << 7)
     if dtype.is_float:
         return rng.standard_normal(size)
     if dtype is dtypes.bool:

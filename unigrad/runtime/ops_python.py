@@ -12,27 +12,40 @@ from typing import Any
 import numpy as np
 
 from unigrad.dtype import DType, dtypes
-from unigrad.ir.alu import ALU_PY, bitcast, exec_alu, normalize
+from unigrad.ir.alu import ALU_PY, bitcast, exec_alu, float_to_fp8, normalize
 from unigrad.ir.args import AddrSpace
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
 from unigrad.render.cstyle import KernelSignature
-from unigrad.runtime import Allocator, Compiled, Compiler, Lowered, to_numpy_dtype
+from unigrad.runtime import Allocator, Compiled, Compiler, Lowered, fp8_values, to_numpy_dtype
 
 
 class PythonAllocator(Allocator):
+    def __init__(self) -> None:
+        self.fp8: dict[int, DType] = {}  # fp8 buffers (by id of the handle): copies carry their codes
+
     def alloc(self, nbytes: int, dtype: DType, size: int) -> Any:
-        return [normalize(0, dtype)] * size
+        handle = [normalize(0, dtype)] * size
+        if dtype in dtypes.fp8s:
+            self.fp8[id(handle)] = dtype
+        return handle
+
+    def free(self, handle: Any, nbytes: int) -> None:
+        self.fp8.pop(id(handle), None)
 
     def copyin(self, handle: Any, src: np.ndarray) -> None:
         vals = src.tolist()
-        if src.dtype == np.uint16 and len(handle) and isinstance(handle[0], float):  # bfloat16 bits
+        if (fp8 := self.fp8.get(id(handle))) is not None:  # fp8 codes
+            vals = fp8_values(fp8)[src].tolist()
+        elif src.dtype == np.uint16 and len(handle) and isinstance(handle[0], float):  # bfloat16 bits
             vals = (src.astype(np.uint32) << 16).view(np.float32).tolist()
         handle[: len(vals)] = vals
 
     def copyout(self, handle: Any, dtype: DType, size: int) -> np.ndarray:
         if dtype is dtypes.bfloat16:
             return (np.array(handle[:size], dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
+        if dtype in dtypes.fp8s:
+            return np.array([float_to_fp8(v, dtype) for v in handle[:size]], dtype=np.uint8)
         return np.array(handle[:size], dtype=to_numpy_dtype(dtype))
 
 

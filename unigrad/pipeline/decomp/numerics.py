@@ -57,9 +57,9 @@ FORMATS: dict[DType, FloatFormat] = {
     dtypes.float32: FloatFormat(dtypes.float32, dtypes.uint32, dtypes.int32, 23, 127),
     dtypes.float64: FloatFormat(dtypes.float64, dtypes.uint64, dtypes.int64, 52, 1023),
 }
-# 16-bit floats compute in float32 and round once at the end: float32 carries 13+ more mantissa bits, so the
-# float32 result (a few float32 ulps off) rounds to the correctly rounded 16-bit value nearly always
-COMPUTE_IN: dict[DType, DType] = {dtypes.float16: dtypes.float32, dtypes.bfloat16: dtypes.float32}
+# 16- and 8-bit floats compute in float32 and round once at the end: float32 carries 13+ more mantissa bits, so
+# the float32 result (a few float32 ulps off) rounds to the correctly rounded narrow value nearly always
+COMPUTE_IN: dict[DType, DType] = {dt: dtypes.float32 for dt in (dtypes.float16, dtypes.bfloat16, *dtypes.fp8s)}
 
 # pi to 100 decimals: the Cody-Waite constants are cut from it exactly (as a Fraction)
 PI = Fraction("3.1415926535897932384626433832795028841971693993751058209749445923078164062862089986280348253421170679")
