@@ -9,7 +9,8 @@ submodule unigrad/tensor.py; `from unigrad.tensor import Tensor` still imports f
 import gc as _gc
 
 from unigrad.config import Context
-from unigrad.dtype import dtypes
+from unigrad.dtype import DType, dtypes
+from unigrad.helpers import GlobalCounters
 from unigrad.ir.uop import UOp
 from unigrad.function import function
 from unigrad.jit import TinyJit
@@ -38,9 +39,12 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'unigrad' has no attribute {name!r}")
 
 
-def Variable(name: str, vmin: int, vmax: int) -> UOp:
-    """A named symbolic integer in [vmin, vmax]; `.bind(value)` gives it a value."""
-    return UOp.variable(name, vmin, vmax)
+def Variable(name: str, vmin: int, vmax: int, dtype: DType = dtypes.index) -> UOp:
+    """A named symbolic integer in [vmin, vmax]; `.bind(value)` gives it a value. `dtype` (tinygrad's): the int dtype
+    it has as a value (index, the default, is what sizes take; a Tensor of it is int64)."""
+    if not dtype.is_int:
+        raise TypeError(f"Variable {name!r}: dtype must be an int dtype, got {dtype}")
+    return UOp.variable(name, vmin, vmax, dtype)
 
 
 # torch's dtype names (they shadow the builtins bool, int and float in this module only)
@@ -66,6 +70,7 @@ __all__ = [
     "Device",
     "Variable",
     "Context",
+    "GlobalCounters",
     "UOp",
     "no_grad",
     "TinyJit",

@@ -9,6 +9,7 @@ import operator
 import os
 import pathlib
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import MISSING, Field, FrozenInstanceError, field
 from typing import Any, TypeVar, dataclass_transform
@@ -195,3 +196,76 @@ def write_atomic(path: pathlib.Path, data: bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+_counters_lock = threading.Lock()
+
+
+class _Counters(type):
+    """GlobalCounters' ops and bytes are summed when read: a launch only counts the kernel (its ops are counted from
+    its program once, not at every launch)."""
+
+    def _fold(cls) -> None:
+        for kernel, n in cls._launched.values():
+            cls._ops += kernel.flops * n
+            cls._mem += kernel.mem * n
+        cls._launched.clear()
+
+    @property
+    def global_ops(cls) -> int:
+        cls._fold()
+        return cls._ops
+
+    @global_ops.setter
+    def global_ops(cls, value: int) -> None:
+        cls._fold()
+        cls._ops = value
+
+    @property
+    def global_mem(cls) -> int:
+        cls._fold()
+        return cls._mem
+
+    @global_mem.setter
+    def global_mem(cls, value: int) -> None:
+        cls._fold()
+        cls._mem = value
+
+
+class GlobalCounters(metaclass=_Counters):
+    """tinygrad's process-wide counters, fed by the runtime: kernel_count (kernels launched, TinyJit replays'
+    included), global_ops (ALU ops they executed), global_mem (bytes of the buffers they took), time_sum_s (seconds
+    spent in them), mem_used (bytes of the device buffers alive now). `GlobalCounters.reset()` zeroes all but
+    mem_used."""
+
+    kernel_count: int = 0
+    time_sum_s: float = 0.0
+    mem_used: int = 0
+    _ops: int = 0
+    _mem: int = 0
+    _launched: dict[int, list[Any]] = {}  # noqa: RUF012 - id(kernel) -> [kernel, launches]: summed when read
+
+    @staticmethod
+    def launched(kernel: Any, seconds: float, kernels: int = 1) -> None:
+        """Count a launch of `kernel` (anything with `flops` and `mem`: one kernel, or a replayed JIT plan of
+        `kernels` kernels) that took `seconds`. (Devices' queues run on threads of their own: counts are locked.)"""
+        with _counters_lock:
+            GlobalCounters.kernel_count += kernels
+            GlobalCounters.time_sum_s += seconds
+            entry = GlobalCounters._launched.get(id(kernel))
+            if entry is None:
+                GlobalCounters._launched[id(kernel)] = [kernel, 1]
+            else:
+                entry[1] += 1
+
+    @staticmethod
+    def allocated(nbytes: int) -> None:
+        """Count device memory taken (nbytes > 0) or given back (< 0)."""
+        with _counters_lock:
+            GlobalCounters.mem_used += nbytes
+
+    @staticmethod
+    def reset() -> None:
+        GlobalCounters.kernel_count, GlobalCounters.time_sum_s = 0, 0.0
+        GlobalCounters._ops, GlobalCounters._mem = 0, 0
+        GlobalCounters._launched.clear()

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from unigrad.api import random as rng
-from unigrad.helpers import tree_fill, tree_flatten
+from unigrad.helpers import GlobalCounters, tree_fill, tree_flatten
 from unigrad.ir.ops import Ops
 from unigrad.ir.sint import bound_vars, unbind
 from unigrad.ir.uop import UOp
@@ -164,7 +165,10 @@ class TinyJit(Generic[ReturnType]):
         for buf, n, state in self.plan.rng:  # the generator counter is an input: the next offsets, every replay
             buf.copyin(rng.next_state(n, state))
         fresh = self._output_buffers()  # this call's outputs: buffers no earlier output still holds
-        self.plan.run(bufs + [rt.buffers[u].ensure_allocated() for u in fresh], var_vals)
+        args = bufs + [rt.buffers[u].ensure_allocated() for u in fresh]
+        t0 = time.perf_counter()
+        self.plan.run(args, var_vals)
+        GlobalCounters.launched(self.plan, time.perf_counter() - t0, self.plan.n_kernels)
         rt.stats.kernels += self.plan.n_kernels
         new_bases = {old: view_base(t.uop) for old, t in zip(self._input_uops, tensors)}
         new_bases.update(zip(self._fresh_uops, fresh))

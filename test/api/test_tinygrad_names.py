@@ -187,3 +187,162 @@ def test_fp8_ops_compute_in_float32():
     assert (a + b).cast(dtypes.float32).dtype is dtypes.float32 and (a.float() + 1).dtype is dtypes.float32
     assert a.sum().item() == 6.0  # the float32 sum 5.75 rounds to even
     assert (a + Tensor([1.0], dtype=dtypes.fp8e5m2)).dtype is dtypes.float16  # holds both exactly
+
+
+# ---------------------------------------------------------------- GlobalCounters
+def test_global_counters_count_kernels_ops_and_memory():
+    import unigrad
+    from unigrad import GlobalCounters, TinyJit
+    from unigrad.helpers import GlobalCounters as from_helpers
+
+    assert unigrad.GlobalCounters is GlobalCounters is from_helpers
+    a, b = Tensor.rand(1000).realize(), Tensor.rand(1000).realize()
+    GlobalCounters.reset()
+    assert (GlobalCounters.kernel_count, GlobalCounters.global_ops, GlobalCounters.global_mem) == (0, 0, 0)
+    (a + b).realize()
+    assert GlobalCounters.kernel_count == 1 and GlobalCounters.global_ops >= 1000
+    assert GlobalCounters.global_mem == 3 * 4000 and GlobalCounters.time_sum_s > 0  # two inputs, one output
+    (a * b + 1).sum().realize()
+    assert GlobalCounters.kernel_count >= 2 and GlobalCounters.global_ops >= 3000
+
+    f = TinyJit(lambda x, y: (x * y).realize())
+    counts = []
+    for _ in range(4):
+        x, y = Tensor.rand(1000).realize(), Tensor.rand(1000).realize()
+        GlobalCounters.reset()
+        f(x, y)
+        counts.append((GlobalCounters.kernel_count, GlobalCounters.global_ops, GlobalCounters.global_mem))
+    assert counts[0] == counts[2] == counts[3] and counts[3][0] == 1  # replays count what they run
+
+
+def test_global_counters_mem_used_is_live_buffers():
+    from unigrad import GlobalCounters
+
+    before = GlobalCounters.mem_used
+    t = Tensor.zeros(1000).contiguous().realize()
+    assert GlobalCounters.mem_used - before == 4000
+    GlobalCounters.reset()  # not a counter of work: it stays
+    assert GlobalCounters.mem_used - before == 4000
+    del t
+    assert GlobalCounters.mem_used == before
+
+
+# ---------------------------------------------------------------- optimizers: LARS, SGD(classic=), OptimizerGroup
+def _lars_reference(w0, c, steps, lr, momentum, weight_decay, nesterov, classic, tcoef):
+    """A numpy transcription of LARS (and tinygrad's SGD: tcoef=0) on the loss sum((c * w)^2)."""
+    w, buf, wd = w0.astype(np.float64), np.zeros_like(w0, dtype=np.float64), weight_decay
+    for _ in range(steps):
+        g = 2 * c * c * w
+        r1, r2 = np.sqrt((w * w).sum()), np.sqrt((g * g).sum())
+        r = tcoef * r1 / (r2 + wd * r1) if tcoef and r1 > 0 and r2 > 0 else 1.0
+        g = g + wd * w
+        if classic:
+            g = g * r * lr
+        if momentum:
+            buf = momentum * buf + g
+            g = g + momentum * buf if nesterov else buf
+        if not classic:
+            g = g * r * lr
+        w = w - g
+    return w
+
+
+def _run_optimizer(make, w0, c, steps):
+    w = Tensor(w0)
+    opt = make([w])
+    with Tensor.train():
+        for _ in range(steps):
+            opt.zero_grad()
+            (Tensor(c) * w).square().sum().backward()
+            opt.step()
+    return w.numpy()
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (1,), (5,)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"classic": False},
+        {"nesterov": True},
+        {"momentum": 0.0},
+        {"tcoef": 0.0},
+        {"weight_decay": 0.0, "tcoef": 0.02},
+    ],
+)
+def test_lars_matches_its_formula(shape, kw):
+    rng = np.random.default_rng(len(shape))
+    w0, c = rng.standard_normal(shape).astype(np.float32), rng.uniform(0.5, 2, shape).astype(np.float32)
+    args = {"lr": 0.5, "momentum": 0.9, "weight_decay": 1e-4, "nesterov": False, "classic": True, "tcoef": 0.001, **kw}
+    got = _run_optimizer(lambda p: optim.LARS(p, **args), w0, c, 4)
+    np.testing.assert_allclose(got, _lars_reference(w0, c, 4, **args), rtol=1e-5, atol=1e-6)
+
+
+def test_lars_defaults_and_zero_norms():
+    w = Tensor.zeros(3)
+    opt = optim.LARS([w], lr=0.1)
+    g = opt.param_groups[0]
+    assert (g["momentum"], g["weight_decay"], g["nesterov"], g["classic"], g["tcoef"]) == (0.9, 1e-4, False, True, 1e-3)
+    with Tensor.train():
+        opt.zero_grad()
+        (w * Tensor([1.0, 2.0, 3.0])).sum().backward()  # ||w|| = 0: the ratio is 1
+        opt.step()
+    np.testing.assert_allclose(w.numpy(), [-0.1, -0.2, -0.3], rtol=1e-6)
+
+
+@pytest.mark.parametrize("kw", [{"momentum": 0.9}, {"momentum": 0.9, "nesterov": True}, {"weight_decay": 0.1}])
+def test_sgd_classic(kw):
+    rng = np.random.default_rng(1)
+    w0, c = rng.standard_normal((4, 3)).astype(np.float32), rng.uniform(0.5, 2, (4, 3)).astype(np.float32)
+    args = {"lr": 0.1, "momentum": 0.0, "weight_decay": 0.0, "nesterov": False, **kw}
+    for classic in (True, False):
+        got = _run_optimizer(lambda p: optim.SGD(p, **args, classic=classic), w0, c, 3)
+        want = _lars_reference(w0, c, 3, **args, classic=classic, tcoef=0.0)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    # classic=False is torch's SGD
+    tw = torch.tensor(w0, requires_grad=True)
+    topt = torch.optim.SGD([tw], **args)
+    for _ in range(3):
+        topt.zero_grad()
+        (torch.tensor(c) * tw).square().sum().backward()
+        topt.step()
+    got = _run_optimizer(
+        lambda p: optim.SGD(p, args["lr"], args["momentum"], args["weight_decay"], args["nesterov"]), w0, c, 3
+    )
+    np.testing.assert_allclose(got, tw.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_tinygrad_optimizer_forms():
+    w = Tensor([1.0, 2.0])
+    adam = optim.Adam([w], 0.01, 0.8, 0.99, 1e-7, fused=False)
+    assert adam.param_groups[0]["betas"] == (0.8, 0.99) and adam.param_groups[0]["eps"] == 1e-7
+    adamw = optim.AdamW([Tensor([1.0])], 0.01, 0.9, 0.999, 1e-8, 0.05)
+    assert adamw.param_groups[0]["weight_decay"] == 0.05
+    lamb = optim.LAMB([Tensor([1.0])], 0.01, 0.9, 0.999, 1e-6, 0.1, True)
+    assert lamb.param_groups[0]["adam"] and lamb.param_groups[0]["weight_decay"] == 0.1
+
+
+def test_optimizer_group_steps_all_in_one_schedule():
+    a, b = Tensor([1.0, 2.0]), Tensor([3.0])
+    group = optim.OptimizerGroup(optim.SGD([a], lr=0.1), optim.Adam([b], lr=0.1))
+    assert group[0].params == [a] and len(group) == 2
+    with Tensor.train():
+        group.zero_grad()
+        ((a * a).sum() + (b * b).sum()).backward()
+        group.step()
+    np.testing.assert_allclose(a.numpy(), [0.8, 1.6], rtol=1e-6)
+    np.testing.assert_allclose(b.numpy(), [2.9], rtol=1e-6)
+    with pytest.raises(RuntimeError, match="train"):
+        group.step()
+
+
+# ---------------------------------------------------------------- Variable(dtype=)
+def test_variable_dtype():
+    from unigrad import Variable
+
+    v = Variable("i", 1, 10, dtype=dtypes.int32).bind(3)
+    assert v.dtype is dtypes.int32 and Tensor(v).dtype is dtypes.int32 and Tensor(v).item() == 3
+    n = Variable("n", 1, 10).bind(4)  # the default: an index, what sizes take
+    assert n.dtype is dtypes.index and Tensor.ones(n).sum().item() == 4.0
+    with pytest.raises(TypeError, match="int dtype"):
+        Variable("x", 0, 1, dtype=dtypes.float32)

@@ -1,5 +1,6 @@
 """unigrad.nn.optim: torch.optim's optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam)
-and tinygrad's LAMB; the learning-rate schedules live in unigrad.nn.lr_scheduler and are re-exported here.
+and tinygrad's (SGD(classic=), LARS, LAMB, OptimizerGroup); the learning-rate schedules live in
+unigrad.nn.lr_scheduler and are re-exported here.
 
 An optimizer updates its parameters and its state in place with `assign`, and `step()` realizes every write
 in one schedule: one `Tensor.realize` of the parameters, the state, the gradients and any assign still
@@ -53,6 +54,8 @@ __all__ = [
     "Optimizer",
     "ParamGroup",
     "SGD",
+    "LARS",
+    "OptimizerGroup",
     "Adam",
     "AdamW",
     "LAMB",
@@ -366,7 +369,8 @@ class SGD(Optimizer):
     """Stochastic gradient descent as torch.optim.SGD: g += weight_decay * p; with momentum,
     buf = momentum * buf + (1 - dampening) * g (buf = g on the first step) and g = buf, or g + momentum * buf
     with nesterov; p -= lr * g (maximize: +=). Positional order as tinygrad's SGD (lr, momentum, weight_decay,
-    nesterov)."""
+    nesterov, classic). classic=True (tinygrad's) scales g by lr before the momentum: buf = momentum * buf + lr * g,
+    p -= buf. `fused` (tinygrad's) is accepted: every step is one schedule already."""
 
     def __init__(
         self,
@@ -375,14 +379,19 @@ class SGD(Optimizer):
         momentum: float = 0.0,
         weight_decay: float = 0.0,
         nesterov: bool = False,
-        dampening: float = 0.0,
+        classic: bool = False,
         *,
+        dampening: float = 0.0,
         maximize: bool = False,
+        fused: bool | None = None,
     ):
         defaults = {"lr": lr, "momentum": momentum, "weight_decay": weight_decay, "nesterov": nesterov,
-                    "dampening": dampening, "maximize": maximize}  # fmt: skip
+                    "classic": classic, "dampening": dampening, "maximize": maximize}  # fmt: skip
+        self._init_sgd(params, defaults)
+
+    def _init_sgd(self, params: Params, defaults: dict[str, Any]) -> None:
         self._started: set[int] = set()  # parameters whose momentum buffer has been written
-        super().__init__(params, defaults)
+        Optimizer.__init__(self, params, defaults)
 
     def _new_group(self, group: ParamGroup) -> None:
         self._check_options(group, "momentum", "weight_decay")
@@ -392,9 +401,17 @@ class SGD(Optimizer):
     def _init_state(self, p: Tensor, group: ParamGroup) -> dict[str, Tensor]:
         return {"momentum_buffer": _state_like(p)} if group["momentum"] else {}
 
+    def _trust_ratio(self, i: int, p: Tensor, g: Tensor) -> Tensor | None:
+        """A per-parameter factor on the learning rate (LARS), or None."""
+        return None
+
     def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
         group = self._group_of[i]
+        ratio = self._trust_ratio(i, p, g)
         g = self._grad(i, p, g)
+        rate = self._lr(i, p) if ratio is None else self._lr(i, p) * ratio
+        if group.get("classic"):  # the rate applied before the momentum
+            g = g * rate
         written = [p]
         if group["momentum"]:
             momentum, dampening = self._option(i, "momentum", p.device).cast(g.dtype), group["dampening"]
@@ -406,13 +423,85 @@ class SGD(Optimizer):
             self._started.add(i)
             g = g + momentum * buf if group["nesterov"] else buf
             written.append(buf)
-        p.assign(p.detach() - self._lr(i, p) * g)
+        p.assign(p.detach() - (g if group.get("classic") else rate * g))
         return written
 
     def _load_state(self, i: int, saved: dict[str, Any]) -> None:
         super()._load_state(i, saved)
         if "momentum_buffer" in saved and saved["momentum_buffer"] is not None:  # the buffer goes on from its value
             self._started.add(i)
+
+
+class LARS(SGD):
+    """LARS (You et al., 2017, as tinygrad's): SGD whose rate is scaled per parameter by the trust ratio
+    tcoef * ||p|| / (||g|| + weight_decay * ||p||) (1 where ||p|| or ||g|| is 0; tcoef=0 turns it off: plain SGD),
+    g the gradient before weight decay. Then as SGD: g += weight_decay * p; classic (the default): the scaled rate
+    before the momentum, buf = momentum * buf + lr * ratio * g, p -= buf; else p -= lr * ratio * buf."""
+
+    def __init__(
+        self,
+        params: Params,
+        lr: float | Tensor = 0.001,
+        momentum: float = 0.9,
+        weight_decay: float = 1e-4,
+        nesterov: bool = False,
+        classic: bool = True,
+        tcoef: float = 0.001,
+        *,
+        dampening: float = 0.0,
+        maximize: bool = False,
+        fused: bool | None = None,
+    ):
+        defaults = {"lr": lr, "momentum": momentum, "weight_decay": weight_decay, "nesterov": nesterov,
+                    "classic": classic, "tcoef": tcoef, "dampening": dampening, "maximize": maximize}  # fmt: skip
+        self._init_sgd(params, defaults)
+
+    def _new_group(self, group: ParamGroup) -> None:
+        super()._new_group(group)
+        self._check_options(group, "tcoef")
+
+    def _trust_ratio(self, i: int, p: Tensor, g: Tensor) -> Tensor | None:
+        group = self._group_of[i]
+        if not group["tcoef"]:
+            return None
+        w = p.detach()
+        r1, r2 = w.square().sum().sqrt(), g.square().sum().sqrt()
+        ratio = group["tcoef"] * r1 / (r2 + group["weight_decay"] * r1)
+        return (r1 > 0).where((r2 > 0).where(ratio, 1.0), 1.0)
+
+
+class OptimizerGroup(Optimizer):
+    """tinygrad's OptimizerGroup: several optimizers (each over its own parameters) stepped as one, in one
+    schedule; `group[i]` is the i-th."""
+
+    def __init__(self, *optimizers: Optimizer):
+        if not optimizers:
+            raise ValueError("OptimizerGroup: needs at least one optimizer")
+        self.optimizers = list(optimizers)
+        self.params = [p for o in optimizers for p in o.params]
+        self.buffers = [b for o in optimizers for b in o.buffers]
+        self.param_groups = [g for o in optimizers for g in o.param_groups]
+        self.device = optimizers[0].device
+
+    def __getitem__(self, i: int) -> Optimizer:
+        return self.optimizers[i]
+
+    def __len__(self) -> int:
+        return len(self.optimizers)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for o in self.optimizers:
+            o.zero_grad(set_to_none)
+
+    def schedule_step(self) -> list[Tensor]:
+        return _unique([t for o in self.optimizers for t in o.schedule_step()])
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"optimizers": [o.state_dict() for o in self.optimizers]}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        for o, sd in zip(self.optimizers, state_dict["optimizers"], strict=True):
+            o.load_state_dict(sd)
 
 
 class _StepCounted(Optimizer):
@@ -564,6 +653,7 @@ class Adam(_AdamFamily):
         *,
         betas: tuple[float, float] | None = None,
         maximize: bool = False,
+        fused: bool | None = None,  # tinygrad's: accepted (a step is one schedule already)
     ):
         wd = self.default_weight_decay if weight_decay is None else weight_decay
         defaults = {"lr": lr, "betas": _betas(b1, b2, betas), "eps": eps, "weight_decay": wd, "amsgrad": amsgrad,
@@ -606,6 +696,7 @@ class LAMB(_AdamFamily):
         adam: bool = False,
         *,
         betas: tuple[float, float] | None = None,
+        fused: bool | None = None,  # tinygrad's: accepted (a step is one schedule already)
     ):
         defaults = {"lr": lr, "betas": _betas(b1, b2, betas), "eps": eps, "weight_decay": weight_decay,
                     "amsgrad": False, "adam": adam}  # fmt: skip

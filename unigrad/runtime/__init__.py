@@ -16,7 +16,7 @@ import numpy as np
 
 from unigrad import config
 from unigrad.dtype import DType, dtypes
-from unigrad.helpers import record
+from unigrad.helpers import GlobalCounters, record
 from unigrad.ir.alu import fp8_to_float
 from unigrad.ir.persist import loads
 from unigrad.ir.uop import UOp
@@ -180,6 +180,7 @@ class Buffer:
 
     def __del__(self) -> None:
         if self._handle is not None:
+            GlobalCounters.allocated(-self.nbytes)
             try:
                 Device[self.device].allocator.free(self._handle, self.nbytes)
             except Exception:  # noqa: S110 - interpreter shutdown: the registry may be gone already
@@ -188,6 +189,7 @@ class Buffer:
     def ensure_allocated(self) -> Buffer:
         if self._handle is None:
             self._handle = Device[self.device].allocator.alloc(self.nbytes, self.dtype, self.size)
+            GlobalCounters.allocated(self.nbytes)
         return self
 
     @property

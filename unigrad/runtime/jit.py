@@ -35,6 +35,7 @@ class CapturedStep:
     name: str
     program: Callable[[list[Any], dict[str, int]], None] | None
     bufs: list[Buffer]
+    kernel: Any = None  # the CompiledKernel (its ops and bytes for GlobalCounters)
 
 
 @record
@@ -81,10 +82,10 @@ def capture() -> Iterator[Capture]:
         _active = None
 
 
-def note_step(name: str, program: Any, bufs: list[Buffer], var_vals: dict[str, int]) -> None:
+def note_step(name: str, program: Any, bufs: list[Buffer], var_vals: dict[str, int], kernel: Any = None) -> None:
     cap = _active
     if cap is not None:
-        cap.steps.append(CapturedStep(name, program, list(bufs)))
+        cap.steps.append(CapturedStep(name, program, list(bufs), kernel))
         cap.var_vals.update(var_vals)
 
 
@@ -109,9 +110,18 @@ class JitPlan:
     intermediate_bytes: int  # memory of the planned intermediates (after reuse)
     captured_bytes: int  # what they took during the capture (no reuse)
     fresh: tuple[Buffer, ...] = ()  # outputs each replay writes into new buffers: the slots after the inputs
+    kernels: tuple[Any, ...] = ()  # the CompiledKernels run (GlobalCounters counts a replay's ops and bytes)
 
     def __post_init__(self) -> None:
         self.calls = [_bind(prog, bufs, holes) for prog, bufs, holes in self.steps]
+
+    @property
+    def flops(self) -> int:
+        return sum(k.flops for k in self.kernels)
+
+    @property
+    def mem(self) -> int:
+        return sum(k.mem for k in self.kernels)
 
     def run(self, inputs: list[Buffer], var_vals: dict[str, int]) -> None:
         vals = self.var_vals if not var_vals else {**self.var_vals, **var_vals}
@@ -175,4 +185,5 @@ def plan(cap: Capture, inputs: list[Buffer], outputs: set[int], renewable: set[i
         sum(b.nbytes for b in pool),
         sum(cap.created[k].nbytes for k in temps),
         tuple(fresh),
+        tuple(st.kernel for st in cap.steps if st.kernel is not None),
     )

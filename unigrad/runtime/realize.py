@@ -18,7 +18,7 @@ from typing import Any
 
 from unigrad import config
 from unigrad.dtype import DType
-from unigrad.helpers import no_gc, record
+from unigrad.helpers import GlobalCounters, no_gc, record
 from unigrad.ir.args import AddrSpace, BufferArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.spec import (
@@ -475,12 +475,13 @@ def _run(ast: UOp, bufs: list[Buffer], var_vals: dict[str, int]) -> None:
         b.ensure_allocated()
     t0 = time.perf_counter()
     ck.program(bufs, var_vals)
+    dt = time.perf_counter() - t0
+    GlobalCounters.launched(ck, dt)
     stats.kernels += 1
     stats.last_kernels.append(ast)
     if jit.capturing() is not None:
-        jit.note_step(ck.name, ck.program, bufs, var_vals)
+        jit.note_step(ck.name, ck.program, bufs, var_vals, ck)
     if config.DEBUG >= 2:
-        dt = time.perf_counter() - t0
         print(f"  {ck.name:<30} {dt * 1e6:9.1f} us  {ck.flops / dt / 1e9:8.2f} GFLOP/s  {ck.mem / dt / 1e9:8.2f} GB/s")
 
 
