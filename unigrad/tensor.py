@@ -633,6 +633,9 @@ class Tensor(
             return data
         if isinstance(data, Tensor):
             data = data.numpy()
+        if isinstance(data, (bytes, bytearray, memoryview)):  # raw bytes: uint8, or read as `dt` (tinygrad's)
+            raw = Tensor(np.frombuffer(bytes(data), np.uint8), device=self.device)
+            return raw.uop if dt is None or dt is dtypes.uint8 else raw.bitcast(dt).uop
         if isinstance(data, np.generic):  # numpy scalars keep their dtype (np.float64 is also a Python float)
             data = np.asarray(data)
         elif isinstance(data, (bool, int, float)):
@@ -1091,6 +1094,16 @@ class Tensor(
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         self.requires_grad = requires_grad
         return self
+
+    @property
+    def is_param(self) -> bool:
+        """tinygrad's mark of a parameter (what an optimizer trains): a leaf that requires grad, or a module's
+        parameter not decided yet. Setting it marks the tensor (True) or unmarks it (False) as requires_grad does."""
+        return bool(self.requires_grad) and self.is_leaf
+
+    @is_param.setter
+    def is_param(self, value: bool) -> None:
+        self.requires_grad = bool(value)
 
     def _mark_parameter(self) -> None:
         """A module's parameter: while its requires_grad is None, a backward() reaching it may turn it on."""
@@ -1764,11 +1777,38 @@ class Tensor(
         return self if dt == self.dtype else self._new(UOp(Ops.CAST, (self.uop,), dt))
 
     def bitcast(self, dtype: DType | str) -> Tensor:
-        """Reinterpret the bits as `dtype` (same itemsize), as torch's Tensor.view(dtype)."""
+        """Reinterpret the bits as `dtype`, as torch's Tensor.view(dtype) and tinygrad's bitcast. To a dtype of
+        another size the last dim scales by the ratio of the sizes, its elements' bytes taken in memory order
+        (little-endian): float32 (..., n) -> uint8 (..., 4n), uint8 (..., 4n) -> int32 (..., n)."""
         dt = to_dtype(dtype)
-        if dt.itemsize != self.dtype.itemsize:
-            raise RuntimeError(f"bitcast: {self.dtype} ({self.dtype.itemsize} bytes) to {dt} ({dt.itemsize} bytes)")
-        return self if dt == self.dtype else self._new(UOp(Ops.BITCAST, (self.uop,), dt))
+        if dt == self.dtype:
+            return self
+        if dt.itemsize == self.dtype.itemsize:
+            return self._new(UOp(Ops.BITCAST, (self.uop,), dt))
+        return self._bitcast_resized(dt)
+
+    def _bitcast_resized(self, dt: DType) -> Tensor:
+        """bitcast to a dtype of another size: through unsigned ints of each size, split by shifts (narrower) or
+        joined by shifts and ors (wider), in kernels."""
+        src, n = self.dtype, self.shape[-1] if self.shape else None
+        if not isinstance(n, int) or (n * src.itemsize) % dt.itemsize or dt.kind == "b" or src.kind == "b":
+            raise RuntimeError(
+                f"bitcast: {src} {self.shape} to {dt}: needs a last dim whose bytes ({n} x {src.itemsize}) divide into "
+                f"{dt.itemsize}-byte elements (and no bool)"
+            )
+        uint_of = {1: dtypes.uint8, 2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}
+        bits, udst = self.bitcast(uint_of[src.itemsize]), uint_of[dt.itemsize]
+        if dt.itemsize < src.itemsize:  # each element's k pieces, lowest first
+            k = src.itemsize // dt.itemsize
+            pieces = [(bits >> (8 * dt.itemsize * j)).cast(udst) for j in range(k)]
+            out = Tensor.stack(*pieces, dim=-1).reshape(*self.shape[:-1], n * k)
+        else:  # k elements make one
+            k = dt.itemsize // src.itemsize
+            groups = bits.reshape(*self.shape[:-1], n // k, k).cast(udst)
+            out = groups[..., 0]
+            for j in range(1, k):
+                out = out | (groups[..., j] << (8 * src.itemsize * j))
+        return out.bitcast(dt)
 
     def take_rows(self, index: Tensor) -> Tensor:
         """self[index] for an int tensor `index` along dim 0, as an indirect load (the spec's INDEX with a tensor

@@ -346,3 +346,76 @@ def test_variable_dtype():
     assert n.dtype is dtypes.index and Tensor.ones(n).sum().item() == 4.0
     with pytest.raises(TypeError, match="int dtype"):
         Variable("x", 0, 1, dtype=dtypes.float32)
+
+
+# ---------------------------------------------------------------- bitcast, Tensor(bytes), pad_to, is_param
+BITCAST_CASES = [
+    (np.float32, np.uint8),
+    (np.uint8, np.int32),
+    (np.float32, np.float64),
+    (np.float64, np.float16),
+    (np.int16, np.uint32),
+    (np.uint32, np.int8),
+    (np.float32, np.int32),
+]
+
+
+@pytest.mark.parametrize("device", ["CPU", "PYTHON"])
+@pytest.mark.parametrize("lead", [(), (0,), (1,), (2, 3)])
+@pytest.mark.parametrize("src,dst", BITCAST_CASES, ids=[f"{np.dtype(a)}-{np.dtype(b)}" for a, b in BITCAST_CASES])
+def test_bitcast_changes_the_last_dim(device, lead, src, dst):
+    from unigrad.tensor import _NP_TO_DTYPE
+
+    last = 8  # bytes divide into every pair's sizes
+    rng = np.random.default_rng(len(lead))
+    x = rng.integers(0, 256, (*lead, last * np.dtype(src).itemsize), dtype=np.uint8).view(src)
+    want = x.view(dst)  # numpy's view scales the last dim the same way (little-endian)
+    got = Tensor(x, device=device).bitcast(_NP_TO_DTYPE[np.dtype(dst)])
+    assert got.shape == want.shape
+    if device == "CPU":  # bit-exact, nan payloads too
+        np.testing.assert_array_equal(got.numpy().view(np.uint8), want.view(np.uint8))
+    else:  # the interpreter holds floats as Python floats: a nan is a nan, its payload is not kept
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_bitcast_refuses_what_does_not_divide():
+    with pytest.raises(RuntimeError, match="bitcast"):
+        Tensor([1, 2, 3], dtype=dtypes.uint8).bitcast(dtypes.int32)  # 3 bytes
+    with pytest.raises(RuntimeError, match="bitcast"):
+        Tensor(1.0).bitcast(dtypes.uint8)  # 0-d: no last dim to scale
+    assert Tensor([1.0]).bitcast(dtypes.int32).item() == 0x3F800000
+
+
+@pytest.mark.parametrize("data", [b"", b"\x07", b"\x00\x00\x80\x3f\x00\x00\x00\xc0", bytearray(b"\x01\x02\x03\x04")])
+def test_tensor_from_bytes(data):
+    t = Tensor(data)
+    assert t.dtype is dtypes.uint8 and t.shape == (len(data),)
+    assert t.tolist() == list(data)
+    if len(data) % 4 == 0:  # read as another dtype: the bytes reinterpreted
+        np.testing.assert_array_equal(
+            Tensor(data, dtype=dtypes.float32).numpy(), np.frombuffer(bytes(data), np.float32)
+        )
+
+
+@pytest.mark.parametrize("value", [0.0, -1.5, float("inf")])
+def test_pad_to_value(value):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got = Tensor(x).pad_to(4, 5, value=value).numpy()
+    np.testing.assert_array_equal(got, np.pad(x, ((0, 2), (0, 2)), constant_values=value))
+    np.testing.assert_array_equal(Tensor(x).pad_to(None, 3, value=value).numpy(), x)
+    assert Tensor.ones(0, 1).pad_to(2, 1, value=value).tolist() == [[value], [value]]
+
+
+def test_is_param():
+    assert not Tensor([1.0]).is_param
+    w = nn.Linear(2, 3).weight
+    assert w.is_param  # a module's parameter
+    leaf = Tensor([1.0, 2.0], requires_grad=True)
+    assert leaf.is_param and not (leaf * 2).is_param
+    x = Tensor([3.0])
+    x.is_param = True
+    assert x.requires_grad and x.is_param
+    opt = optim.SGD([Tensor([1.0])], lr=0.1)
+    assert all(p.is_param for p in opt.params)
+    x.is_param = False
+    assert not x.is_param and x.requires_grad is False

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from unigrad import flavor
-from unigrad.dtype import DType, dtypes, least_upper_dtype
+from unigrad.dtype import ConstType, DType, dtypes, least_upper_dtype
 from unigrad.api.reduce import ValuesIndices
 from unigrad.api.strides import is_contiguous as row_major, layout
 from unigrad.helpers import record
@@ -1052,12 +1052,12 @@ class MovementMixin:
             raise RuntimeError(f"shrink_to: shape {shp} needs one size per dim of {self.shape}")
         return self.shrink(tuple(None if s is None else (0, s) for s in shp))
 
-    def pad_to(self: Tensor, *shape: int | None) -> Tensor:
-        """Zero-pad each dim at its end up to shape[i] (None keeps the dim)."""
+    def pad_to(self: Tensor, *shape: int | None, value: ConstType = 0.0) -> Tensor:
+        """Pad each dim at its end up to shape[i] with `value` (zeros by default; None keeps the dim)."""
         shp = _ints(shape)
         if len(shp) != self.ndim:
             raise RuntimeError(f"pad_to: shape {shp} needs one size per dim of {self.shape}")
-        return self.pad(tuple((0, 0 if s is None else s - n) for s, n in zip(shp, self.shape)))
+        return self.pad(tuple((0, 0 if s is None else s - n) for s, n in zip(shp, self.shape)), value=value)
 
     def meshgrid(self: Tensor, *args: Tensor, indexing: str = "ij") -> tuple[Tensor, ...]:
         """Coordinate grids of 1-D tensors: `Tensor.meshgrid(x, y)` or `x.meshgrid(y)`; 'xy' swaps the first
