@@ -13,6 +13,7 @@ import functools
 import itertools
 import math
 import operator
+import pathlib
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -217,6 +218,9 @@ def _broadcast_shape(op: str, *shapes: Shape) -> Shape:
 # view of the written buffer that replaces it in any graph built before): an assign's kernel runs once
 _assign_ids = itertools.count()
 _assign_owner: weakref.WeakValueDictionary[UOp, Tensor] = weakref.WeakValueDictionary()
+# bitcast results (by node) and the tensor each reinterprets: `t[a:b].bitcast(dt).assign(v)` writes t's bits, as
+# tinygrad's bitcast is a view of the same memory
+_bitcast_views: weakref.WeakKeyDictionary[UOp, Tensor] = weakref.WeakKeyDictionary()
 # ... and held while pending when the target is a view of another tensor's buffer (`t[1].assign(v)`: the view is
 # dropped at once, and the write must still reach t when t is read)
 _view_assigns: dict[UOp, Tensor] = {}
@@ -609,6 +613,8 @@ class Tensor(
         dtype: DType | str | None = None,
         requires_grad: bool | None = None,
     ):
+        if isinstance(data, pathlib.PurePath):  # a file: its bytes on the DISK device (tinygrad's)
+            data, device = Tensor._from_file(pathlib.Path(data), dtype, device)
         self.device = Device.canonicalize(device)
         self._requires_grad: bool | None = None
         self.grad: Tensor | None = None
@@ -624,6 +630,16 @@ class Tensor(
             self.requires_grad = requires_grad
         elif flavor.current().grad_unmarked_leaves:  # tinygrad: a backward() reaching it fills its .grad
             _unmarked[id(self)] = self
+
+    @staticmethod
+    def _from_file(path: pathlib.Path, dtype: DType | str | None, device: str | None) -> tuple[UOp, Any]:
+        """Tensor(path): the file on the DISK device as uint8 (or `dtype`: its bytes read as that dtype), copied to
+        `device` when one is given. (graph, device)"""
+        dt = to_dtype(dtype) if dtype is not None else dtypes.uint8
+        t = Tensor.empty(path.stat().st_size // dt.itemsize, dtype=dt, device=f"DISK:{path.resolve()}")
+        if device is not None:
+            t = t.to(device)
+        return t.uop, t.device
 
     def _data_uop(self, data: Any, dt: DType | None) -> UOp:
         """The graph of a new tensor holding `data`: a UOp, a Tensor, a Python scalar, a list/tuple or numpy data."""
@@ -801,7 +817,10 @@ class Tensor(
         if isinstance(dev, tuple):  # a whole (uninitialized) copy on each device
             t = Tensor(rt_multi.empty(shp, dt, dev), device=dev)
         else:
-            t = Tensor(UOp(Ops.RESHAPE, (rt.new_buffer(_prod(shp), dt, dev), UOp.shape_src(shp))), device=dev)
+            buf = rt.new_buffer(_prod(shp), dt, dev)
+            if dev.startswith("DISK:"):  # the file itself (runtime/ops_disk.py)
+                Device[dev].allocator.map_file(rt.buffers[buf])
+            t = Tensor(UOp(Ops.RESHAPE, (buf, UOp.shape_src(shp))), device=dev)
         return t.requires_grad_() if requires_grad else t
 
     def full_like(self, fill_value: ConstType, dtype: DType | str | None = None, **kw: Any) -> Tensor:
@@ -1295,8 +1314,14 @@ class Tensor(
             x = self._const_like(x, self.dtype)
         if x.shape != self.shape:
             raise RuntimeError(f"assign: shape {x.shape} does not match the target's {self.shape}")
+        if x.device != self.device and isinstance(self.device, str) and self.device.startswith("DISK:"):
+            x = x.to(self.device)  # writing a file: the values are copied there (tinygrad's)
         if x.device != self.device:
             raise RuntimeError(f"assign: value on {x.device}, target on {self.device}")
+        if (source := _bitcast_views.get(self.uop)) is not None:  # t.bitcast(dt).assign(v): writes t's bits
+            source.assign(x.bitcast(source.dtype))
+            self.uop = source.bitcast(self.dtype).uop
+            return self
         if self.numel() == 0:  # nothing to write
             return self
         target = _without_detach(self.uop)  # detach() shares the buffer: an assign to it writes the tensor
@@ -1306,6 +1331,9 @@ class Tensor(
                 target = self.contiguous().realize().uop
             elif isinstance(self.device, tuple):  # every element is overwritten: new buffers, split as self is
                 target = rt_multi.empty(self.shape, self.dtype, self.device, self.uop.axis)
+            elif isinstance(self.device, str) and self.device.startswith("DISK:"):  # host memory, not the file
+                buf = rt.new_buffer(_prod(self.shape), self.dtype, self.device)
+                target = UOp(Ops.RESHAPE, (buf, UOp.shape_src(self.shape)))
             else:  # every element is overwritten: the old (lazy) value need not be computed at all
                 target = Tensor.empty(*self.shape, dtype=self.dtype, device=self.device).uop
         elif expanded := [
@@ -1783,9 +1811,10 @@ class Tensor(
         dt = to_dtype(dtype)
         if dt == self.dtype:
             return self
-        if dt.itemsize == self.dtype.itemsize:
-            return self._new(UOp(Ops.BITCAST, (self.uop,), dt))
-        return self._bitcast_resized(dt)
+        out = self._new(UOp(Ops.BITCAST, (self.uop,), dt)) if dt.itemsize == self.dtype.itemsize else None
+        out = self._bitcast_resized(dt) if out is None else out
+        _bitcast_views[out.uop] = self  # an assign to the result writes self (a slice of a file on DISK, ...)
+        return out
 
     def _bitcast_resized(self, dt: DType) -> Tensor:
         """bitcast to a dtype of another size: through unsigned ints of each size, split by shifts (narrower) or

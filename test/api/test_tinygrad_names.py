@@ -419,3 +419,65 @@ def test_is_param():
     assert all(p.is_param for p in opt.params)
     x.is_param = False
     assert not x.is_param and x.requires_grad is False
+
+
+# ---------------------------------------------------------------- the disk: device
+@pytest.mark.parametrize("n", [1, 7, 4096 + 3])
+def test_disk_tensor_reads_the_file(tmp_path, n):
+    import pathlib
+
+    data = np.random.default_rng(n).integers(0, 256, n, dtype=np.uint8)
+    path = tmp_path / "blob.bin"
+    path.write_bytes(data.tobytes())
+    t = Tensor.empty(n, dtype=dtypes.uint8, device=f"disk:{path}")
+    assert t.device == f"DISK:{path}" and t.shape == (n,)
+    np.testing.assert_array_equal(t.numpy(), data)
+    np.testing.assert_array_equal(t[n // 3 : n].to("CPU").numpy(), data[n // 3 :])
+    t2 = Tensor(pathlib.Path(path))  # tinygrad's Tensor(Path): the file's bytes on DISK
+    assert t2.dtype is dtypes.uint8 and t2.device == t.device and t2.shape == (n,)
+    np.testing.assert_array_equal((t2.to("CPU").cast(dtypes.int32) + 1).numpy(), data.astype(np.int32) + 1)
+    if n >= 4:
+        k = n // 4 * 4
+        np.testing.assert_array_equal(t[:k].bitcast(dtypes.float32).to("CPU").numpy().view(np.uint8), data[:k])
+
+
+def test_disk_tensor_writes_the_file(tmp_path):
+    path = tmp_path / "out.bin"  # made by the tensor, with its size
+    t = Tensor.empty(8 + 16, dtype=dtypes.uint8, device=f"disk:{path}")
+    assert path.stat().st_size == 24
+    t[0:8].bitcast(dtypes.int64).assign([16]).realize()  # tinygrad's safe_save pattern: typed slices of the bytes
+    t[8:24].bitcast(dtypes.float32).assign(Tensor([1.5, -2.0, 3.25, 1e-3])).realize()
+    raw = path.read_bytes()
+    assert np.frombuffer(raw[:8], np.int64).tolist() == [16]
+    np.testing.assert_array_equal(np.frombuffer(raw[8:], np.float32), np.float32([1.5, -2.0, 3.25, 1e-3]))
+    t.assign(Tensor(np.arange(24, dtype=np.uint8))).realize()  # the whole file, from CPU values
+    assert path.read_bytes() == bytes(range(24))
+    f = Tensor.empty(3, dtype=dtypes.float32, device=f"disk:{tmp_path / 'f32.bin'}")
+    f.assign(Tensor([1.0, 2.0, 3.0])).realize()
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "f32.bin", np.float32), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(f.numpy(), [1.0, 2.0, 3.0])
+
+
+def test_bitcast_of_a_tensor_assigns_through():
+    x = Tensor([1.0, 2.0])
+    x.bitcast(dtypes.int32).assign(Tensor([0x40400000, 0x40800000], dtype=dtypes.int32)).realize()
+    np.testing.assert_array_equal(x.numpy(), [3.0, 4.0])
+    y = Tensor.zeros(2, dtype=dtypes.float32).contiguous().realize()
+    y.bitcast(dtypes.uint8).assign(Tensor(np.float32([5.0, 6.0]).view(np.uint8))).realize()
+    np.testing.assert_array_equal(y.numpy(), [5.0, 6.0])
+
+
+# ---------------------------------------------------------------- pickle protocol 5
+@pytest.mark.parametrize("shape", [(0,), (1,), (3, 4)])
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.int32, dtypes.uint8, dtypes.bfloat16, dtypes.fp8e4m3])
+def test_pickle_protocol_5_out_of_band(shape, dt):
+    import pickle
+
+    t = Tensor(np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)).cast(dt)
+    buffers: list[pickle.PickleBuffer] = []
+    blob = pickle.dumps(t, protocol=5, buffer_callback=buffers.append)
+    assert len(buffers) == 1  # the values went out of band
+    back = pickle.loads(blob, buffers=buffers)
+    assert back.dtype is dt and back.shape == t.shape
+    np.testing.assert_array_equal(back.numpy(), t.numpy())
+    assert pickle.loads(pickle.dumps(t, protocol=5)).tolist() == t.tolist()  # in band too

@@ -1545,8 +1545,9 @@ def test_bitcast(device):
     np.testing.assert_array_equal(t.bitcast(dtypes.int32).numpy(), x.view(np.int32))
     np.testing.assert_array_equal((t.bitcast("uint32") >> 31).numpy(), x.view(np.uint32) >> 31)
     np.testing.assert_array_equal(t.bitcast(dtypes.int32).bitcast(dtypes.float32).numpy(), x)
+    np.testing.assert_array_equal(t.bitcast(dtypes.int16).numpy(), x.view(np.int16))  # the last dim scales
     with pytest.raises(RuntimeError, match="bitcast"):
-        t.bitcast(dtypes.int16)
+        t.bitcast(dtypes.int64)  # 20 bytes are no whole number of 8-byte elements
 
 
 @pytest.mark.parametrize("device", DEVICES)

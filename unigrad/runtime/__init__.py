@@ -23,7 +23,7 @@ from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize.opts import Target
 from unigrad.render.cstyle import KernelSignature
 
-DEVICES = {"CPU": "unigrad.runtime.ops_cpu", "PYTHON": "unigrad.runtime.ops_python"}
+DEVICES = {"CPU": "unigrad.runtime.ops_cpu", "PYTHON": "unigrad.runtime.ops_python", "DISK": "unigrad.runtime.ops_disk"}
 
 
 class Allocator:
@@ -120,6 +120,8 @@ class _DeviceRegistry:
             raise TypeError(f"a device is a name such as 'CPU' or 'CPU:1' (or a tuple of them), got {device!r}")
         d = (device or self.DEFAULT).upper()
         base = d.split(":")[0]
+        if base == "DISK":  # DISK:<path>: the path keeps its case
+            d = "DISK:" + device.split(":", 1)[1] if ":" in device else d
         if base not in DEVICES:
             raise ValueError(f"unknown device {str(device)!r}; available: {sorted(DEVICES)}")
         if (name := self._names.get(d)) is None:
