@@ -127,12 +127,14 @@ def mod_grad(g: UOp, y: UOp) -> Grads:
 
 
 def pow_grad(g: UOp, y: UOp) -> Grads:
-    """y = a^b: dy/da = b*a^(b-1) (0 where b == 0), dy/db = y*ln(a) (0 where a == 0 and b >= 0), as torch."""
+    """y = a^b: dy/da = b*a^(b-1) (0 where b == 0), dy/db = y*ln(a) (0 where a == 0 and b >= 0), torch's formulas
+    as torch evaluates them: ln of a negative base is nan, 0 to a negative power gives inf * -inf = -inf."""
     a, b = y.src
     zero = const_like(b, 0)
     da = mul(g, mul(b, UOp(Ops.POW, (a, add(b, const_like(b, -1))))))
     db = mul(g, mul(y, scale(UOp(Ops.LOG2, (a,)), LN2)))
-    return zero_unless(ne(b, zero), da), zero_unless(UOp(Ops.OR, (ne(a, zero), lt(b, zero))), db)
+    keep_db = UOp(Ops.OR, (UOp(Ops.OR, (ne(a, zero), lt(b, zero))), ne(b, b)))  # not (a == 0 and b >= 0): nan b keeps
+    return zero_unless(ne(b, zero), da), zero_unless(keep_db, db)
 
 
 def expand_grad(g: UOp, y: UOp) -> Grads:
@@ -257,7 +259,7 @@ GRADIENT_RULES: dict[Ops, GradientRule] = {
     Ops.ADD: lambda g, y: (g, g),  # d(a+b) = da + db
     Ops.MUL: lambda g, y: (mul(g, y.src[1]), mul(g, y.src[0])),  # d(ab) = b da + a db
     Ops.MAX: max_grad,
-    Ops.RECIP: lambda g, y: (neg(mul(g, mul(y, y))),),  # d(1/x) = -1/x^2 dx = -y^2 dx
+    Ops.RECIP: lambda g, y: (neg(mul(mul(g, y), y)),),  # d(1/x) = -y^2 dx: (g*y)*y, as a/b's -(a/b)/b (no underflow)
     Ops.TRUNC: lambda g, y: (const_like(g, 0),),  # piecewise constant: zero almost everywhere
     Ops.CAST: lambda g, y: (UOp(Ops.CAST, (g,), y.src[0].dtype),),  # cast the gradient back
     Ops.WHERE: where_grad,

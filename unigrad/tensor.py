@@ -1896,11 +1896,6 @@ class Tensor(
     def log(self) -> Tensor:
         return self.log2() * math.log(2)
 
-    def cos(self) -> Tensor:
-        """1 - 2 sin^2(x/2): x/2 is exact, while x + pi/2 would round away accuracy for large |x|."""
-        s = (self._float() * 0.5).sin()
-        return 1 - 2 * s * s
-
     def relu(self) -> Tensor:
         """max(x, 0) with torch's gradient (0 at x == 0) and nan passed through."""
         return (self > 0).where(self, (self != self).where(self, 0))

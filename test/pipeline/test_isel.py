@@ -369,11 +369,21 @@ def test_pow_ints_negative_exponent_truncates():
 
 
 def test_pow_decomposes_through_exp2_and_log2():
-    x = UOp(Ops.POW, (UOp.const(F32, 3.0), UOp.const(F32, 2.0)))
+    base = UOp(Ops.SQRT, (UOp.const(F32, 9.0),))  # not a constant: a constant's log2 is taken in Python
+    x = UOp(Ops.POW, (base, UOp.const(F32, 2.5)))
     only_pow = graph_rewrite(x, isel_matcher(frozenset({Ops.POW})))
     ops = {u.op for u in only_pow.toposort()}
     assert Ops.POW not in ops and {Ops.EXP2, Ops.LOG2} <= ops  # left for a renderer with native exp2/log2
+    assert abs(decompose_const(Ops.POW, F32, 3.0, 2.5) - 3.0**2.5) < 1e-5
     assert abs(decompose_const(Ops.POW, F32, 3.0, 2.0) - 9.0) < 1e-5
+
+
+def test_pow_constant_exponent_shortcuts():
+    """x^0 = 1, x^(+-1/2) = sqrt, integer exponents up to 64 by squaring (torch's shortcuts): no EXP2/LOG2."""
+    base = UOp(Ops.SQRT, (UOp.const(F32, 9.0),))
+    for e in (0.0, 0.5, -0.5, 2.0, -3.0, 64.0):
+        out = graph_rewrite(UOp(Ops.POW, (base, UOp.const(F32, e))), isel_matcher(frozenset({Ops.POW})))
+        assert not {u.op for u in out.toposort()} & {Ops.EXP2, Ops.LOG2, Ops.POW}, e
 
 
 # ---------------------------------------------------------------- THREEFRY

@@ -5,9 +5,13 @@ so each result is a graph of the spec's primitives and fuses into the kernels ar
 Numerics. Results match PyTorch float32 within atol 1e-6 / rtol 1e-3 (most within a few ulp):
   - half/bfloat16 inputs are computed in float32 and rounded back, as PyTorch does; int/bool inputs of float
     functions compute in the default float. float64 inputs compute in float64, but the polynomial
-    approximations below (tan, asin/acos/atan, erf, expm1/log1p near 0, sinh near 0) are float32-accurate.
-  - tan reduces by multiples of pi/2 (pi/2 split in three parts, Cody-Waite) to [-pi/4, pi/4]; asin/acos/atan
-    reduce to |t| <= 0.5 / 0.4142; each then uses a minimax polynomial (Cephes single precision).
+    approximations below (asin/acos/atan, erf, expm1/log1p near 0, sinh near 0) are float32-accurate.
+  - cos and tan are sin(x + pi/2) and sin(x)/sin(x + pi/2): the SIN decomposition reduces x exactly over the
+    whole float range and moves the quadrant for the + pi/2 (float32 and float64 to a few ulp). asin/acos/atan
+    reduce to |t| <= 0.5 / 0.4142, then use a minimax polynomial (Cephes single precision).
+  - pow is the spec's POW (decomposed with C pow's special cases; its gradient rule is torch's formula); sign,
+    x**0 and copysign's sign operand give zero gradients (not None); acosh/atanh take torch's derivative formulas
+    as their gradient (@function rules); sigmoid computes exp(-|x|) by Cody-Waite (~1 ulp at any x).
   - sinh/cosh/tanh/asinh/acosh/atanh avoid cancellation (expm1/log1p forms) and overflow (exp(|x| - ln 2),
     log(|x|) + ln 2 for huge |x|).
   - erf: odd Taylor series for |x| < 0.5, else 1 - erfc with the Chebyshev-fitted erfc of Numerical Recipes
@@ -18,22 +22,19 @@ Numerics. Results match PyTorch float32 within atol 1e-6 / rtol 1e-3 (most withi
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from unigrad.dtype import ConstType, DType, dtypes
+from unigrad.ir.ops import Ops
 
 if TYPE_CHECKING:
     from unigrad.tensor import Tensor
 
 LN2 = math.log(2)
 PI = math.pi
-# pi/2 in three parts, the first two with few significant bits so k*part is exact for |k| < 2**12
-PIO2_1, PIO2_2, PIO2_3 = 1.5703125, 4.837512969970703125e-4, 7.54978995489188216e-8
-# tan(r) = r + r^3 * P(r^2) on |r| <= pi/4 (Cephes tanf)
-TAN_P = (9.38540185543e-3, 3.11992232697e-3, 2.44301354525e-2, 5.34112807005e-2, 1.33387994085e-1, 3.33331568548e-1)
 # atan(t) = t + t^3 * P(t^2) on |t| <= tan(pi/8) (Cephes atanf)
 ATAN_P = (8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1)
 # asin(s) = s + s^3 * P(s^2) on |s| <= 0.5 (Cephes asinf)
@@ -183,6 +184,32 @@ def _sigmoid(x: Tensor) -> Tensor:
     return (x < 0).where(e * r, r)
 
 
+# ln2 = LN2_HI + LN2_LO per float dtype (fdlibm's split): n * LN2_HI is exact for the n an exp can meet
+LN2_HI = {"float32": 0.693145751953125, "float64": 6.93147180369123816490e-01}
+LN2_LO = {"float32": 1.428606765330187045e-06, "float64": 1.90821492927058770002e-10}
+EXP_FLOOR = {"float32": -120.0, "float64": -760.0}  # exp of anything below is 0 in the dtype
+
+
+def _exp_nonpositive(x: Tensor) -> Tensor:
+    """exp(x) for x <= 0 within ~1 ulp (float32/float64): 2^n * 2^(r*log2(e)) for n = rint(x*log2(e)) and
+    r = x - n*ln2 (Cody-Waite, exact to the last bits), where exp2(x*log2(e)) loses |x*log2(e)| ulps to the
+    rounding of the product (4e-6 at x = -85 in float32). 2^n of an integer is exact; nan stays nan."""
+    name = x.dtype.name
+    x = (x < EXP_FLOOR[name]).where(EXP_FLOOR[name], x)
+    n = _floor(x * (1 / LN2) + 0.5)
+    r = (x - n * LN2_HI[name]) - n * LN2_LO[name]
+    return n.exp2() * (r * (1 / LN2)).exp2()
+
+
+def _sigmoid_exact(x: Tensor) -> Tensor:
+    """1/(1 + exp(-x)) from e = exp(-|x|) <= 1 computed to ~1 ulp (_exp_nonpositive): the value keeps its
+    relative accuracy where it is tiny (x = -100: 3.8e-44, a denormal) and neither it nor its gradient overflows
+    (the gradient is e/(1+e)^2, exact where torch's (1-y)*y has rounded y to 1)."""
+    pos = x >= 0
+    e = _exp_nonpositive(pos.where(-x, x))  # with the gradient of -x or x on each side (also at 0)
+    return pos.where(1, e) / (1 + e)
+
+
 def _softplus(x: Tensor) -> Tensor:
     """log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|))."""
     return x.maximum(0) + _log1p((-x.abs()).exp())
@@ -227,17 +254,59 @@ def _int_pow_tensor(x: Tensor, y: Tensor) -> Tensor:
 
 
 def _pow_float(x: Tensor, y: Tensor) -> Tensor:
-    """x ** y for float tensors of one dtype and shape, with C pow's special cases: |x|^y = exp2(y*log2|x|);
-    finite negative x gives nan for non-integer y; negative x (-0.0 and -inf too) takes the sign of (-1)^y;
-    x^0 = 1^y = (-1)^(+-inf) = 1."""
-    ax = x.abs()
-    zero = ax.eq(0)  # 0^y by cases, so exp2(y * log2(0)) never meets a gradient (0 * inf = nan)
-    r_zero = (y > 0).where(0.0, (y < 0).where(math.inf, y.eq(0).where(1.0, math.nan)))
-    r = zero.where(r_zero, (y * zero.where(1.0, ax).log2()).exp2())
-    r = (_negative(x) & y.trunc().eq(y) & _is_odd(y)).where(-r, r)
-    r = ((x < 0) & (x > -math.inf) & y.trunc().ne(y)).where(math.nan, r)
-    one = (y.eq(0) & ~(ax < math.inf)) | (x.eq(1) & ~(y.abs() < math.inf)) | (x.eq(-1) & y.abs().eq(math.inf))
-    return one.where(1.0, r)
+    """x ** y for float tensors of one dtype and shape: the spec's POW, whose decomposition has C pow's special
+    cases (and torch's shortcuts for a constant exponent: x^0, x^(+-1/2), integers by squaring), and whose gradient
+    rule is torch's formula (d/dx = y*x^(y-1), 0 where y == 0; d/dy = x^y*log(x), 0 where x == 0 and y >= 0): nan
+    for a negative base, -inf for 0 to a negative power, zeros for x^0, as torch gives them."""
+    return x._alu(Ops.POW, y)
+
+
+def _acosh(x: Tensor) -> Tensor:
+    big = x > HUGE
+    t = big.where(0.0, x - 1)
+    y = big.where(_safe(big, x, 1.0).log() + LN2, _log1p(t + (t * (t + 2)).sqrt()))
+    return (x < 1).where(math.nan, y)
+
+
+def _atanh(x: Tensor) -> Tensor:
+    a = _abs(x)
+    y = _log1p(2 * a / (1 - a)) * 0.5
+    return (a > 1).where(math.nan, (x < 0).where(-y, y))
+
+
+# name -> @function(value, backward=its derivative), made when first used (function.py imports tensor.py)
+_RULED: dict[str, Any] = {}
+
+
+def _with_gradient(
+    x: Tensor, name: str, value: Callable[[Tensor], Tensor], derivative: Callable[[Tensor], Tensor]
+) -> Tensor:
+    """value(x) (computed as _compute says) whose gradient is g * derivative(x), torch's formula evaluated as torch
+    does, instead of the derivative of value's composition: the two differ where the composition selects a branch
+    (outside the domain, a nan value picked by `where` has gradient 0; torch's formula gives its own value there)
+    and in rounding. Without a gradient to track it is value(x) itself; with one, an @function with that rule."""
+    from unigrad.tensor import Tensor
+
+    xc, dt = _compute(x)
+    if not (x.requires_grad and x.dtype.is_float) or Tensor.no_grad:
+        return value(xc).cast(dt)
+    if (fn := _RULED.get(name)) is None:
+        from unigrad.function import function
+
+        fn = _RULED[name] = function(value, backward=lambda g, t: g * derivative(t))
+    return fn(xc).cast(dt)
+
+
+def _zero_grad_to(out: Tensor, *srcs: Tensor) -> Tensor:
+    """out, built from srcs (out's shape) with a derivative of zero, keeping them in the autograd graph: torch gives
+    its leaves zeros for .grad (sign, x**0, copysign's sign operand), not None. WHERE(true, out, src) passes the
+    gradient to out only; scheduling folds the constant condition away, so the kernels are out's own."""
+    from unigrad.tensor import Tensor
+
+    for s in srcs:
+        if s.requires_grad and not Tensor.no_grad and s.dtype.is_float:
+            out = out._const_like(True, dtypes.bool).where(out, s.cast(out.dtype))
+    return out
 
 
 class MathMixin:
@@ -246,15 +315,17 @@ class MathMixin:
     __slots__ = ()
 
     # ---------------------------------------------------------------- trigonometric
-    def tan(self: Tensor) -> Tensor:
-        """tan(x) = tan(r) or -1/tan(r) for x = k*pi/2 + r, |r| <= pi/4 (k odd: the cotangent)."""
+    def cos(self: Tensor) -> Tensor:
+        """sin(x + pi/2): the SIN decomposition reduces x alone and moves the quadrant by one (the rounded sum would
+        lose x's low bits), so cos keeps its relative accuracy near its zeros and for large |x|."""
         x, dt = _compute(self)
-        k = _floor(x * (2 / PI) + 0.5)
-        r = ((x - k * PIO2_1) - k * PIO2_2) - k * PIO2_3
-        z = r * r
-        t = _poly(z, TAN_P) * z * r + r
-        odd = _is_odd(k)
-        return odd.where(-_safe(odd, t, 1.0).reciprocal(), t).cast(dt)
+        return (x + PI / 2).sin().cast(dt)
+
+    def tan(self: Tensor) -> Tensor:
+        """sin(x) / cos(x), both reduced exactly over the whole float range (Payne-Hanek for large |x|) and accurate
+        to a few ulp relative, near the poles too."""
+        x, dt = _compute(self)
+        return (x.sin() / (x + PI / 2).sin()).cast(dt)
 
     def atan(self: Tensor) -> Tensor:
         """atan(|x|) = base + atan(t): |x| > tan(3pi/8): pi/2 + atan(-1/|x|); > tan(pi/8): pi/4 +
@@ -322,19 +393,14 @@ class MathMixin:
         return (x < 0).where(-y, y).cast(dt)
 
     def acosh(self: Tensor) -> Tensor:
-        """acosh(x) = log1p(t + sqrt(t*(t+2))), t = x - 1 (exact near 1); log(x) + ln2 for huge x; nan below 1."""
-        x, dt = _compute(self)
-        big = x > HUGE
-        t = big.where(0.0, x - 1)
-        y = big.where(_safe(big, x, 1.0).log() + LN2, _log1p(t + (t * (t + 2)).sqrt()))
-        return (x < 1).where(math.nan, y).cast(dt)
+        """acosh(x) = log1p(t + sqrt(t*(t+2))), t = x - 1 (exact near 1); log(x) + ln2 for huge x; nan below 1.
+        Gradient: torch's formula 1/sqrt(x*x - 1) (inf at 1, nan below it, 0 where x*x overflows)."""
+        return _with_gradient(self, "acosh", _acosh, lambda x: (x * x - 1).sqrt().reciprocal())
 
     def atanh(self: Tensor) -> Tensor:
-        """atanh(|x|) = log1p(2|x|/(1-|x|)) / 2 (1 - |x| is exact near 1): +-inf at +-1, nan beyond."""
-        x, dt = _compute(self)
-        a = _abs(x)
-        y = _log1p(2 * a / (1 - a)) * 0.5
-        return (a > 1).where(math.nan, (x < 0).where(-y, y)).cast(dt)
+        """atanh(|x|) = log1p(2|x|/(1-|x|)) / 2 (1 - |x| is exact near 1): +-inf at +-1, nan beyond. Gradient:
+        torch's formula 1/(1 - x*x), also outside [-1, 1] where the value is nan (inf at +-1)."""
+        return _with_gradient(self, "atanh", _atanh, lambda x: (1 - x * x).reciprocal())
 
     # ---------------------------------------------------------------- exp/log family
     def expm1(self: Tensor) -> Tensor:
@@ -400,14 +466,14 @@ class MathMixin:
         """-1, 0 or 1 in the input dtype (bool stays bool); 0 for nan, as PyTorch on CPU."""
         if self.dtype is dtypes.bool:
             return self
-        return (self > 0).cast(self.dtype) - (self < 0).cast(self.dtype)
+        return _zero_grad_to((self > 0).cast(self.dtype) - (self < 0).cast(self.dtype), self)
 
     def copysign(self: Tensor, other: Tensor | ConstType) -> Tensor:
         """|x| with the sign of other (-0.0 counts as negative); always a float result, as PyTorch."""
         x, y = self._broadcasted(other, "copysign")
         x, dt = _compute(x)
         a = x.abs()
-        return _negative(y.cast(x.dtype)).where(-a, a).cast(dt)
+        return _zero_grad_to(_negative(y.cast(x.dtype)).where(-a, a).cast(dt), y)
 
     # ---------------------------------------------------------------- clamping and interpolation
     def clamp(
@@ -502,12 +568,7 @@ class MathMixin:
                 raise NotImplementedError(f"pow: not implemented for {x.dtype} ** {y.dtype}")
             if not x.dtype.is_float:
                 return _int_pow_tensor(x, y)
-            if reverse and isinstance(exponent, (int, float)) and exponent == 1:
-                return y._const_like(1.0, y.dtype)
-            if reverse and isinstance(exponent, (int, float)) and exponent > 0:
-                xc, dt = _compute(y)  # constant positive base: exp2(y * log2(base)), log2 in double precision
-                return (xc * math.log2(exponent)).exp2().cast(dt)
-            xc, dt = _compute(x)
+            xc, dt = _compute(x)  # a constant base: log2|base| is taken in double precision by the decomposition
             return _pow_float(xc, y.cast(xc.dtype)).cast(dt)
         if not isinstance(exponent, (bool, int, float)):
             raise TypeError(f"pow: unsupported exponent type {type(exponent).__name__}")
@@ -520,18 +581,8 @@ class MathMixin:
                     f"pow: integers to negative integer powers are not allowed ({x.dtype} ** {exponent})"
                 )
             return _int_pow_const(x, int(exponent))
-        xc, dt = _compute(x)
-        e = float(exponent)
-        if e == 0:
-            return xc._const_like(1.0, dt)
-        if e.is_integer() and abs(e) <= 64:
-            r = _int_pow_const(xc, int(abs(e)))
-            return (r if e > 0 else r.reciprocal()).cast(dt)
-        if e == 0.5:  # PyTorch's own shortcuts: sqrt(-inf) = nan, 1/sqrt(-0.0) = -inf
-            return xc.sqrt().cast(dt)
-        if e == -0.5:
-            return xc.sqrt().reciprocal().cast(dt)
-        return _pow_float(xc, xc._const_like(e, xc.dtype)).cast(dt)
+        xc, dt = _compute(x)  # a constant exponent: torch's shortcuts (squaring, sqrt) in the decomposition
+        return _pow_float(xc, xc._const_like(float(exponent), xc.dtype)).cast(dt)
 
     def __pow__(self: Tensor, exponent: Tensor | ConstType) -> Tensor:
         return self.pow(exponent)
@@ -634,6 +685,10 @@ class MathMixin:
         _float_only(self, "quick_gelu")
         x, dt = _compute(self)
         return (x * _sigmoid(x * 1.702)).cast(dt)
+
+    def sigmoid(self: Tensor) -> Tensor:
+        x, dt = _compute(self)
+        return _sigmoid_exact(x).cast(dt)
 
     def silu(self: Tensor) -> Tensor:
         _float_only(self, "silu")

@@ -189,7 +189,8 @@ def unpool_to_plane(x: Tensor, idx: Tensor, lead: tuple[int, ...], size: tuple[i
     total = match.where(x.reshape(*lead, -1, 1), 0).cast(x.dtype).sum(-2, dtype=x.dtype)  # (..., plane)
     count = match.sum(-2)
     mean = total / count.maximum(1).cast(total.dtype) if total.dtype.is_float else total // count.maximum(1)
-    return (total + (mean - total).detach()).reshape(*lead, *size)
+    # the mean's value with the sum's gradient only where values meet: total + (mean - total) would make an inf nan
+    return (count > 1).where(total + (mean - total).detach(), total).reshape(*lead, *size)
 
 
 class NNMixin:

@@ -47,6 +47,11 @@ class FloatFormat:
         """Polynomial truncation target: 2^-(mantissa+4), a sixteenth of an ulp at 1."""
         return 2.0 ** -(self.mantissa + 4)
 
+    def round(self, v: float) -> float:
+        """`v` rounded to this format."""
+        fmt = "<f" if self.dtype is dtypes.float32 else "<d"
+        return struct.unpack(fmt, struct.pack(fmt, v))[0]
+
     def bits_of(self, v: float) -> int:
         """The bit pattern of `v` rounded to this format."""
         fmt = "<f" if self.dtype is dtypes.float32 else "<d"
@@ -63,6 +68,23 @@ COMPUTE_IN: dict[DType, DType] = {dt: dtypes.float32 for dt in (dtypes.float16, 
 
 # pi to 100 decimals: the Cody-Waite constants are cut from it exactly (as a Fraction)
 PI = Fraction("3.1415926535897932384626433832795028841971693993751058209749445923078164062862089986280348253421170679")
+
+
+def two_over_pi_bits(n: int) -> int:
+    """floor(2/pi * 2^n), exact to the last bit or one below it: pi from Machin's formula pi = 16 atan(1/5) -
+    4 atan(1/239) in fixed point with 64 guard bits (Payne-Hanek needs 2/pi to ~1300 bits; PI above has 332)."""
+    g = n + 64
+
+    def atan_inv(k: int) -> int:  # atan(1/k) * 2^g: sum of (-1)^i / ((2i+1) k^(2i+1))
+        total, power, i = 0, (1 << g) // k, 0
+        while power:
+            total += power // (2 * i + 1) if i % 2 == 0 else -(power // (2 * i + 1))
+            power //= k * k
+            i += 1
+        return total
+
+    pi_g = 16 * atan_inv(5) - 4 * atan_inv(239)  # pi * 2^g, off by a few units
+    return (1 << (n + 1 + g)) // pi_g
 
 
 # ---------------------------------------------------------------- building primitives

@@ -17,11 +17,14 @@ TRUNC in the hot ops, no polynomial that only one arm of a select uses where gcc
         series, coefficients 2/(2k+1) (fdlibm's arrangement); log2(x) = e + ln(m)*log2(e).
         +-0 -> -inf, x < 0 or nan -> nan, inf -> inf (computed on x = 1, the special value added after).
   SIN   q = rint(x*2/pi), r = x - q*pi/2 by Cody-Waite: pi/2 is cut into parts of few bits, so each q*part is
-        exact and r loses nothing to cancellation; sin or cos Taylor polynomial of r by the quadrant q mod 4
-        (read from the low bits of the rounding sum). Accurate to a few ulp for |q| < 2^16 (float32:
-        |x| < 102943) / 2^26 (float64: |x| < 1.05e8); beyond, the products q*part round and the absolute error
-        grows with |x| (float32: ~5e-3 at 2e5, ~3e-2 at 1e6, any value in [-1, 1] past ~1e7; r is clamped to
-        [-1, 1], so the result never leaves [-1, 1]). inf and nan -> nan; +-0 -> +-0.
+        exact and r loses nothing to cancellation, for |q| < 2^16 (float32: |x| < 102943) / 2^26 (float64: |x| <
+        1.05e8). Above 1e5 / 1.05e8, Payne-Hanek (selected per lane; both are computed, branch-free): x*2/pi mod 4
+        from the significand times a window of 2/pi's bits chosen by the exponent (96 / 192 bits, picked from a
+        table of 64-bit constants by selects), in 32-bit integer columns, exact to 2^-62 / 2^-126 of a quarter
+        turn, so it holds over the whole float range. Then a sin or cos Taylor polynomial of r by the quadrant q
+        mod 4. sin(x + k*pi/2) for the constant k*pi/2 rounded to the dtype (cos x = sin(x + pi/2), the gradient of
+        sin) reduces x alone and adds k to the quadrant: cos keeps its relative accuracy near its zeros.
+        inf and nan -> nan; +-0 -> +-0.
   SQRT  Newton's method: y ~ 1/sqrt(x) from the bit trick (magic - bits/2, 0.18% off), 2 (float32) / 3
         (float64) steps y*(3/2 - x/2*y*y), then s = x*y corrected once by s + y/2*(x - s*s), about 1 ulp;
         denormals scaled by 2^(mantissa+1) first. (The spec's EXP2(LOG2(x)/2) is the same function, less
@@ -35,18 +38,24 @@ TRUNC in the hot ops, no polynomial that only one arm of a select uses where gcc
 
 Measured (CPU, with fma; 2M random inputs per range, against a long double reference): float32 EXP2 0.9 ulp,
 LOG2 1.6 ulp, SQRT 0.85 ulp, SIN 1.6 ulp on [-4, 4] and 3.0 ulp on |x| < 102943; float64 EXP2 0.8, LOG2 1.3,
-SIN 1.5 ulp on |x| < 1.05e8. (Unfused, on a target without fma: EXP2 1.1, LOG2 1.9.)"""
+SIN 1.5 ulp on |x| < 1.05e8. (Unfused, on a target without fma: EXP2 1.1, LOG2 1.9.) SIN past Cody-Waite (against
+mpmath, 20k float32 / 3k float64 inputs per decade range up to the largest finite value): float32 sin 2.4, cos
+(sin(x + pi/2)) 2.3 ulp; float64 2.0 ulp each; the nearest double to a multiple of pi/2 (6381956970095103*2^797)
+0 ulp."""
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 from unigrad.dtype import dtypes
+from unigrad.helpers import record
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.decomp.numerics import (
     COMPUTE_IN,
     FORMATS,
+    FloatFormat,
     PI,
     add_const,
     bitcast,
@@ -64,6 +73,7 @@ from unigrad.pipeline.decomp.numerics import (
     sub,
     trunc,
     truncated,
+    two_over_pi_bits,
 )
 
 INF, NAN = math.inf, math.nan
@@ -94,6 +104,42 @@ PIO2_PARTS = {
     dtypes.float32: split(PI / 2, 8, 7, FORMATS[dtypes.float32]),
     dtypes.float64: split(PI / 2, 27, 5, FORMATS[dtypes.float64]),
 }
+
+
+@record(frozen=True)
+class PayneHanek:
+    """Payne-Hanek reduction constants of a float format: `words`, 2/pi's bits after PH_PAD zeros (so a window may
+    start before its first bit) as 32-bit words (word j: bits 32j .. 32j+31; the first bit of 2/pi at index
+    PH_PAD - 1); a window of `nwords` words; `keep` of its words below the top one make the fraction; used above
+    `min_x`, where Cody-Waite's q*part products stop being exact."""
+
+    words: tuple[int, ...]
+    nwords: int
+    keep: int
+    min_x: float
+
+
+PH_PAD = 32
+
+
+def _payne_hanek_table(fmt: FloatFormat, nwords: int, keep: int, min_x: float) -> PayneHanek:
+    top = (fmt.bias << 1) - (fmt.bias + fmt.mantissa + 2) + PH_PAD  # the last window's first bit (largest exponent)
+    count = (top >> 5) + nwords + 1  # words v .. v + nwords for v up to top >> 5
+    bits = two_over_pi_bits(32 * count - PH_PAD)  # 32*count bits, the first PH_PAD of them zero
+    words = tuple((bits >> (32 * (count - 1 - j))) & 0xFFFFFFFF for j in range(count))
+    return PayneHanek(words, nwords, keep, min_x)
+
+
+# float32: x*2/pi mod 4 from 96 bits of 2/pi (24 x 96-bit product) to 2^-62; Cody-Waite holds for |q| < 2^16
+# (|x| < 102943). float64: 192 bits (53 x 192) to 2^-126 (the nearest double to a multiple of pi/2 is 2^-61 of a
+# quarter turn off it: 65 bits left of r's 53); Cody-Waite holds for |q| < 2^26 (|x| < 1.054e8). Cody-Waite's r is
+# the more accurate (Payne-Hanek's r is rounded twice more: its limbs summed, times pi/2): kept up to its limit.
+PAYNE_HANEK = {
+    dtypes.float32: _payne_hanek_table(FORMATS[dtypes.float32], 3, 1, 1.0e5),
+    dtypes.float64: _payne_hanek_table(FORMATS[dtypes.float64], 6, 3, 1.05e8),
+}
+# k*pi/2 rounded to each float dtype -> k, for the constants sin(x + k*pi/2) moves the quadrant by
+QUARTER_TURNS = {dt: {fmt.round(float(k * PI / 2)): k for k in (-3, -2, -1, 1, 2, 3)} for dt, fmt in FORMATS.items()}
 # 1/sqrt(x) ~ bits(magic - bits(x)/2) within 0.18% (Lomont's constants); Newton steps to reach the format
 RSQRT_MAGIC = {dtypes.float32: 0x5F375A86, dtypes.float64: 0x5FE6EB50C7B537A9}
 RSQRT_STEPS = {dtypes.float32: 2, dtypes.float64: 3}
@@ -157,7 +203,8 @@ def log2(u: UOp) -> UOp:
 def sin(u: UOp) -> UOp:
     if (r := via_float32(u)) is not None:
         return r
-    (x,) = u.src
+    (whole,) = u.src
+    x, turns = _quarter_turns(whole)  # sin(x + k*pi/2) (cos x = sin(x + pi/2)): x reduced alone
     fmt = FORMATS[u.dtype]
     bad = (x * 0.0).ne(0.0)  # inf or nan
     xs = bad.where(const(x, 0.0), x)
@@ -166,7 +213,13 @@ def sin(u: UOp) -> UOp:
     r = xs
     for part in PIO2_PARTS[u.dtype]:  # r = x - q*pi/2, one exact product at a time
         r = r + q * (-part)
-    quadrant = bitcast(shifted, fmt.int) & 3  # q mod 4 from the low mantissa bits (garbage, not UB, beyond)
+    quadrant = (bitcast(shifted, fmt.int) & 3).cast(dtypes.int32)  # q mod 4 from the low mantissa bits
+    ph = PAYNE_HANEK[u.dtype]  # past Cody-Waite's range: Payne-Hanek's exact reduction, selected per lane
+    big = const(xs, ph.min_x) < xs.maximum(neg(xs))
+    r_big, quadrant_big = _payne_hanek(xs, fmt, ph)
+    r, quadrant = big.where(r_big, r), big.where(quadrant_big, quadrant)
+    if x is not whole:
+        quadrant = (quadrant + turns) & 3
     r = clamp(r, -1.0, 1.0)  # no-op in range (|r| <= pi/4); beyond, it keeps both polynomials within [-1, 1]
     z = r * r
     s = r + (r * z) * horner(z, SIN_POLY[u.dtype][1:])
@@ -175,7 +228,104 @@ def sin(u: UOp) -> UOp:
     c = w + (sub(add_const(neg(w), 1.0), hz) + (z * z) * horner(z, COS_POLY[u.dtype][2:]))
     v = (quadrant & 1).ne(0).where(c, s)
     v = (quadrant & 2).ne(0).where(neg(v), v)
-    return bad.where(const(x, NAN), x.ne(0.0).where(v, x))
+    return bad.where(const(x, NAN), v if x is not whole else x.ne(0.0).where(v, x))
+
+
+def _quarter_turns(x: UOp) -> tuple[UOp, int]:
+    """x as y + c with c the constant k*pi/2 rounded to x's dtype (k = +-1, +-2, +-3; nested sums too): (y, k mod 4),
+    so that sin(y + c) is computed with y reduced alone and k added to the quadrant. The constant stands for the
+    exact k*pi/2 it rounds: cos y = sin(y + pi/2) keeps its relative accuracy near its zeros and for large |y|, where
+    the rounded sum would lose y's low bits and the rounded pi/2 would shift every zero by 4e-8. Else (x, 0)."""
+    turns = 0
+    while x.op is Ops.ADD:  # nested: the gradient of cos x is cos(x + pi/2) = sin((x + pi/2) + pi/2)
+        for y, c in (x.src, x.src[::-1]):
+            if c.op is Ops.CONST and c.value in QUARTER_TURNS.get(x.dtype, {}):
+                x, turns = y, turns + QUARTER_TURNS[x.dtype][c.value]
+                break
+        else:
+            break
+    return x, turns % 4
+
+
+def _payne_hanek(x: UOp, fmt: FloatFormat, ph: PayneHanek) -> tuple[UOp, UOp]:
+    """(r, q mod 4) with x = q*pi/2 + r, |r| <= pi/4, for any finite x, in integer arithmetic.
+    |x| = m * 2^(e-b) (m the significand as an integer, e the biased exponent, b = bias + mantissa), so x*2/pi =
+    m * 2^(e-b) * sum t_k 2^-k over the bits t_k of 2/pi. Bits k < e-b-1 add whole turns (multiples of 4): dropped.
+    The N = 32*nwords bits from k = e-b-1, W (words of ph.words shifted by the window's offset), give x*2/pi mod 4 =
+    m*W / 2^(N-2) (the bits after them add less than the fraction's last kept bit). m*W is summed in 32-bit columns
+    of 32x32-bit products (uint64); its top two bits are q, the fraction below is rounded to the nearest q (in
+    [-1/2, 1/2): negated in integers when it rounds up) and converted to a float limb by limb (16-bit halves convert
+    exactly, so a tiny r keeps its relative precision), times pi/2. Selects, compares and shifts are on 32-bit lanes
+    (64-bit ones do not vectorize in C), only the products and their sums are 64-bit. Lanes with a smaller x (e
+    clamped: the first window) compute garbage without UB; the caller selects."""
+    u32, u64, i32, m32 = dtypes.uint32, dtypes.uint64, dtypes.int32, 0xFFFFFFFF
+    bits = bitcast(x, fmt.uint)
+    e = (shr(bits, fmt.mantissa) & ((1 << (fmt.bits - fmt.mantissa - 1)) - 1)).cast(i32)
+    if fmt.mantissa < 32:
+        m_limbs = [((bits & ((1 << fmt.mantissa) - 1)) | (1 << fmt.mantissa)).cast(u64)]
+    else:  # low 32 bits, then the rest with the implicit bit
+        high = (shr(bits, 32) & ((1 << (fmt.mantissa - 32)) - 1)) | (1 << (fmt.mantissa - 32))
+        m_limbs = [(bits & m32).cast(u32).cast(u64), high.cast(u32).cast(u64)]
+    first = fmt.bias + fmt.mantissa + 2 - PH_PAD  # the window's first bit e-b-1 is at index e - first of ph.words
+    b0 = add_const(e.maximum(first), -first)
+    v, sh = shr(b0, 5), (b0 & 31).cast(u32)
+    # words v .. v + nwords of the table, by a barrel shifter over v's bits (from the top: 2^k words further on where
+    # bit k is set): sum over k of (nwords + 2^k) selects, where picking each word from the table would take
+    # nwords * len(table)
+    span = len(ph.words) - ph.nwords  # v in [0, span)
+    picked = [const(sh, w) for w in ph.words]
+    for k in reversed(range(max(span - 1, 1).bit_length())):
+        step, need = 1 << k, ph.nwords + (1 << k)  # after this bit, words 0 .. nwords + 2^k - 1 may still be read
+        bit = (v & step).ne(0)
+        picked = [bit.where(picked[i + step], picked[i]) if i + step < len(picked) else picked[i] for i in range(need)]
+    back = add_const(neg_u(sh), 31)  # 31 - sh: (b >> 1) >> (31 - sh) is b >> (32 - sh) without a shift by 32
+    words = [  # W's words, most significant first: bits b0+32i .. +31
+        UOp(Ops.SHL, (picked[i], sh)) | UOp(Ops.SHR, (shr(picked[i + 1], 1), back)) for i in range(ph.nwords)
+    ]
+    n = ph.nwords
+    cols: list[UOp | None] = [None] * n  # column c: weight 2^(32c) of m*W; columns from n on are whole turns
+    for a, ma in enumerate(m_limbs):
+        for i, w in enumerate(words):
+            c = a + n - 1 - i
+            if c >= n:
+                continue
+            p = ma * w.cast(u64)
+            for cc, half in ((c, p & m32), (c + 1, shr(p, 32))):
+                if cc < n:
+                    cols[cc] = half if cols[cc] is None else cols[cc] + half
+    limbs = []
+    carry = None
+    for c in range(n):  # carries: each column holds a few 32-bit halves, < 2^35
+        col = cols[c] if carry is None else cols[c] + carry
+        carry = shr(col, 32)
+        limbs.append((col & m32).cast(u32))
+    top = limbs[-1]  # bits 30-31: q; bits 0-29 and the `keep` limbs below: the fraction f in [0, 1)
+    up = (top & (1 << 29)).ne(0)  # f >= 1/2: q + 1, r from f - 1 < 0
+    q = shr(top, 30) + up.cast(u32)
+    frac = [top & ((1 << 30) - 1)] + limbs[-1 - ph.keep : -1][::-1]  # most significant first
+    negated, carry_in = [], const(top, 1)  # 2^(30 + 32*keep) - f = ~f + 1: the +1 carries past zero limbs
+    for j in reversed(range(len(frac))):
+        width = 30 if j == 0 else 32
+        negated.append(((frac[j] ^ ((1 << width) - 1)) + carry_in) & ((1 << width) - 1))
+        carry_in = frac[j].eq(0).where(carry_in, const(top, 0))
+    negated.reverse()
+    acc = None
+    for j in range(len(frac)):  # Horner in the float format over 16-bit halves (int32 -> float: exact, vectorized)
+        limb = up.where(negated[j], frac[j])
+        for half in (shr(limb, 16), limb & 0xFFFF):
+            h = half.cast(i32).cast(fmt.dtype)
+            acc = h if acc is None else acc * 65536.0 + h
+    assert acc is not None
+    r = acc * float(PI / 2 * Fraction(2) ** -(30 + 32 * ph.keep))
+    r = up.where(neg(r), r)
+    quadrant = (q & 3).cast(i32)
+    negative = x < 0.0  # sin(-x) = -sin(x): r -> -r, q -> -q mod 4
+    return negative.where(neg(r), r), negative.where((quadrant * -1) & 3, quadrant)
+
+
+def neg_u(x: UOp) -> UOp:
+    """-x wrapping, for an unsigned int (x * -1 would need a negative constant of the unsigned type)."""
+    return (x ^ ((1 << (8 * x.dtype.itemsize)) - 1)) + 1
 
 
 def sqrt(u: UOp) -> UOp:
@@ -205,10 +355,15 @@ def pow_(u: UOp) -> UOp:
     if not u.dtype.is_float:
         return _int_pow(*u.src)
     a, b = u.src
+    if (e := _const_value(b)) is not None and (r := _pow_const_exponent(a, float(e))) is not None:
+        return r
     fmt = FORMATS[u.dtype]
     bits = bitcast(a, fmt.uint)
     absa = bitcast(bits & ((1 << (fmt.bits - 1)) - 1), u.dtype)
-    mag = UOp(Ops.EXP2, (UOp(Ops.LOG2, (absa,)) * b,))  # the spec's law: |a|^b = 2^(log2|a| * b)
+    if (c := _const_value(a)) is not None and c != 0 and math.isfinite(c):  # log2|a| of a constant, rounded once
+        mag = UOp(Ops.EXP2, (b * math.log2(abs(c)),))
+    else:
+        mag = UOp(Ops.EXP2, (UOp(Ops.LOG2, (absa,)) * b,))  # the spec's law: |a|^b = 2^(log2|a| * b)
     mag = absa.ne(1.0).where(mag, const(a, 1.0))
     is_int = trunc(b).eq(b)  # +-inf count as (even) integers, nan does not
     odd = (trunc(b * 0.5) * 2.0).ne(b) & is_int
@@ -216,6 +371,35 @@ def pow_(u: UOp) -> UOp:
     bad = (a < 0.0) & a.ne(-INF) & is_int.ne(True)  # a finite negative base to a non-integer power
     out = bad.where(const(a, NAN), out)
     return b.ne(0.0).where(out, const(a, 1.0))
+
+
+def _const_value(x: UOp) -> float | None:
+    """The value of a CONST (seen through CASTs, a 16-bit float op computing in float32), else None."""
+    while x.op is Ops.CAST:
+        x = x.src[0]
+    return float(x.value) if x.op is Ops.CONST and not isinstance(x.value, bool) else None
+
+
+def _pow_const_exponent(a: UOp, e: float) -> UOp | None:
+    """a^e for a constant e that torch computes without pow(): x^0 = 1 (nan too), x^(+-0.5) = sqrt(x) or
+    1/sqrt(x) (sqrt(-0) = -0: (-0)^-0.5 = -inf, as torch), an integer |e| <= 64 by repeated squaring (a few
+    ulp, where exp2(e*log2|x|) loses |e*log2 x| ulp), 1/x^|e| for a negative one. None: the general law."""
+    if e == 0:
+        return const(a, 1.0)
+    if abs(e) == 0.5:
+        s = UOp(Ops.SQRT, (a,))
+        return s if e > 0 else recip(s)
+    if not e.is_integer() or abs(e) > 64:
+        return None
+    n, out, base = int(abs(e)), None, a
+    while n:
+        if n & 1:
+            out = base if out is None else out * base
+        n >>= 1
+        if n:
+            base = base * base
+    assert out is not None
+    return out if e > 0 else recip(out)
 
 
 def _int_pow(a: UOp, b: UOp) -> UOp:
