@@ -87,12 +87,20 @@ def _plain_input(t: Tensor) -> Tensor:
 
 
 class TinyJit(Generic[ReturnType]):
-    """`@TinyJit` on a function of Tensors (and bound Variables): replays its kernels from the third call on."""
+    """`@TinyJit` on a function of Tensors (and bound Variables): replays its kernels from the third call on.
 
-    def __init__(self, fxn: Callable[..., ReturnType]):
+    prune=True (tinygrad's) leaves out of the replays the kernels that do not depend on the inputs (preprocessing
+    of constants, weights): the capture computed them, replays reuse their results (so a state update that reads
+    no input is not repeated either). `optimize` is accepted (kernels are optimized anyway). A TinyJit that has
+    captured pickles (pickle.dumps/loads) with its kernels and buffers, weights and state included, but not its
+    function: the loaded one replays on new inputs of the captured shapes."""
+
+    def __init__(self, fxn: Callable[..., ReturnType] | None, prune: bool = False, optimize: bool = False):
         self.fxn = fxn
+        self.prune = prune
         self.name = getattr(fxn, "__qualname__", getattr(fxn, "__name__", "function"))
-        functools.update_wrapper(self, fxn)  # type: ignore[arg-type]
+        if fxn is not None:
+            functools.update_wrapper(self, fxn)  # type: ignore[arg-type]
         self.reset()
 
     def reset(self) -> None:
@@ -124,6 +132,11 @@ class TinyJit(Generic[ReturnType]):
         var_vals = {v.arg.name: v.src[3].arg.value for v in bound}
         if self.plan is not None:
             return self._replay(structure, tensors, bufs, var_vals)
+        if self.fxn is None:
+            raise JitError(
+                f"TinyJit({self.name}): no function to run (a pickled TinyJit brings its capture, not its function); "
+                "call it only after it has captured"
+            )
         self.cnt += 1
         forget_backward_roots()
         if self.cnt == 1:  # run as written; realize like a replay would (outputs and writes are done on return)
@@ -150,7 +163,7 @@ class TinyJit(Generic[ReturnType]):
             for t in outs
             if isinstance(t.device, str) and (b := view_base(t.uop)).op is Ops.BUFFER
         }
-        self.plan = jit.plan(cap, bufs, out_bufs, set(bases))
+        self.plan = jit.plan(cap, bufs, out_bufs, set(bases), self.prune)
         self._fresh_uops = [bases[id(b)] for b in self.plan.fresh]
         self._rings = [[] for _ in self.plan.fresh]
         self._signature = [self._sig(t) for t in tensors]
@@ -204,6 +217,37 @@ class TinyJit(Generic[ReturnType]):
                 ring.append(u)
                 out.append(u)
         return out
+
+    # ---------------------------------------------------------------- pickling
+    def __getstate__(self) -> dict[str, Any]:
+        """The capture (its plan, input checks and outputs) and the buffers the outputs keep; not the function."""
+        if self.plan is None:
+            raise TypeError(f"pickle: TinyJit({self.name}) has not captured yet (call it twice first)")
+        if any(isinstance(d, tuple) for _, d in self._outputs):
+            raise TypeError(
+                f"pickle: TinyJit({self.name}) returns multi-device tensors; pickling them is not supported"
+            )
+        renewed = set(self._input_uops) | set(self._fresh_uops)
+        held = {b: rt.buffers[b] for u, _ in self._outputs if (b := view_base(u)).op is Ops.BUFFER and b not in renewed}
+        keep = ("name", "prune", "cnt", "plan", "_signature", "_structure", "_input_uops", "_out_structure")
+        return {**{k: self.__dict__[k] for k in keep}, "_outputs": self._outputs, "_fresh_uops": self._fresh_uops,
+                "held": held}  # fmt: skip
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Loaded: every BUFFER node of the capture gets a fresh slot (the pickled ones may be another process's, or
+        this one's own live buffers); the buffers the outputs keep are registered under theirs."""
+        held: dict[UOp, Any] = state.pop("held")
+        self.__dict__.update(state)
+        self.fxn = None
+        bases = {view_base(u) for u, _ in self._outputs} | set(self._input_uops) | set(self._fresh_uops)
+        new: dict[UOp, UOp] = {}
+        for b in (b for b in bases if b.op is Ops.BUFFER):
+            buf = held[b] if b in held else rt.Buffer(b.arg.device, b.shape[0], b.arg.dtype)  # (inputs: a key only)
+            new[b] = rt.adopt_buffer(buf)
+        self._input_uops = [new.get(u, u) for u in self._input_uops]
+        self._fresh_uops = [new.get(u, u) for u in self._fresh_uops]
+        self._outputs = [(u.substitute(new), d) for u, d in self._outputs]
+        self._rings = [[] for _ in self._fresh_uops]
 
     # ---------------------------------------------------------------- checks
     @staticmethod

@@ -481,3 +481,86 @@ def test_pickle_protocol_5_out_of_band(shape, dt):
     assert back.dtype is dt and back.shape == t.shape
     np.testing.assert_array_equal(back.numpy(), t.numpy())
     assert pickle.loads(pickle.dumps(t, protocol=5)).tolist() == t.tolist()  # in band too
+
+
+# ---------------------------------------------------------------- TinyJit(prune=), pickled TinyJit
+def test_tinyjit_prune_drops_kernels_not_depending_on_inputs():
+    from unigrad import TinyJit
+
+    rng = np.random.default_rng(3)
+    w = Tensor(rng.random((8, 8), dtype=np.float32)).realize()
+    want_w = np.exp(w.numpy()) * 2 + 1
+
+    def f(x: Tensor) -> Tensor:
+        return x @ (w.exp() * 2 + 1).contiguous()  # the weight's preprocessing reads no input
+
+    kernels = {}
+    for prune in (False, True):
+        jitted = TinyJit(f, prune=prune)
+        for _ in range(4):
+            x = rng.random((3, 8), dtype=np.float32)
+            np.testing.assert_allclose(jitted(Tensor(x)).numpy(), x @ want_w, rtol=1e-5)
+        assert jitted.plan is not None
+        kernels[prune] = jitted.plan.n_kernels
+    assert kernels[True] == kernels[False] - 1
+
+
+def test_tinyjit_prune_keeps_what_depends_on_inputs_and_random():
+    from unigrad import TinyJit
+
+    jitted = TinyJit(lambda x: x + Tensor.rand(4), prune=True)
+    outs = [jitted(Tensor.zeros(4).contiguous()).numpy() for _ in range(4)]
+    assert not np.array_equal(outs[2], outs[3])  # the random draw is not pruned: it changes every replay
+    assert TinyJit(lambda x: x * 2, prune=True, optimize=True)(Tensor([1.0])).item() == 2.0
+
+
+def test_pickled_tinyjit_replays_on_new_inputs():
+    import pickle
+
+    from unigrad import TinyJit
+
+    rng = np.random.default_rng(4)
+    w, b = rng.random((2, 3), dtype=np.float32), rng.random(3, dtype=np.float32)
+    wt, bt = Tensor(w), Tensor(b)
+
+    @TinyJit
+    def f(x: Tensor) -> Tensor:
+        return (x @ wt + bt).relu()
+
+    with pytest.raises(TypeError, match="has not captured"):
+        pickle.dumps(f)
+    for _ in range(3):
+        f(Tensor(rng.random((4, 2), dtype=np.float32)))
+    g = pickle.loads(pickle.dumps(f))
+    for _ in range(3):
+        x = rng.random((4, 2), dtype=np.float32)
+        np.testing.assert_allclose(g(Tensor(x)).numpy(), np.maximum(x @ w + b, 0), rtol=1e-6)
+    with pytest.raises(Exception, match="shape"):
+        g(Tensor(rng.random((5, 2), dtype=np.float32)))  # only the captured shapes replay
+
+
+def test_pickled_tinyjit_training_step_carries_its_state():
+    import pickle
+
+    from unigrad import TinyJit
+
+    layer = nn.Linear(3, 2)
+    opt = optim.SGD([layer.weight, layer.bias], lr=0.1, momentum=0.9)
+
+    @TinyJit
+    @Tensor.train()
+    def step(x: Tensor, y: Tensor) -> Tensor:
+        opt.zero_grad()
+        loss = (layer(x) - y).square().mean()
+        loss.backward()
+        opt.step()
+        return loss.realize()
+
+    rng = np.random.default_rng(5)
+    data = [(rng.random((4, 3), dtype=np.float32), rng.random((4, 2), dtype=np.float32)) for _ in range(7)]
+    for x, y in data[:3]:
+        step(Tensor(x), Tensor(y))
+    loaded = pickle.loads(pickle.dumps(step))  # the weights and momentum as they are now, in buffers of its own
+    ours = [step(Tensor(x), Tensor(y)).item() for x, y in data[3:]]
+    theirs = [loaded(Tensor(x), Tensor(y)).item() for x, y in data[3:]]
+    assert ours == theirs  # the same steps from the same state

@@ -225,3 +225,15 @@ class Buffer:
 
     def __repr__(self) -> str:
         return f"<Buffer {self.device} {self.size} {self.dtype}>"
+
+    def __reduce__(self) -> tuple:
+        """Pickled with its contents (raw, as stored), read now; an unallocated buffer without."""
+        raw = Device[self.device].allocator.copyout(self.handle, self.dtype, self.size) if self.allocated else None
+        return _load_buffer, (str(self.device), self.size, self.dtype, raw)
+
+
+def _load_buffer(device: str, size: int, dtype: DType, raw: np.ndarray | None) -> Buffer:
+    buf = Buffer(device, size, dtype)
+    if raw is not None:
+        Device[device].allocator.copyin(buf.ensure_allocated().handle, raw)
+    return buf

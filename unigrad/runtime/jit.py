@@ -110,18 +110,27 @@ class JitPlan:
     intermediate_bytes: int  # memory of the planned intermediates (after reuse)
     captured_bytes: int  # what they took during the capture (no reuse)
     fresh: tuple[Buffer, ...] = ()  # outputs each replay writes into new buffers: the slots after the inputs
-    kernels: tuple[Any, ...] = ()  # the CompiledKernels run (GlobalCounters counts a replay's ops and bytes)
+    kernels: tuple[Any, ...] = ()  # per step, its CompiledKernel (None for a copy): GlobalCounters, pickling
 
     def __post_init__(self) -> None:
         self.calls = [_bind(prog, bufs, holes) for prog, bufs, holes in self.steps]
 
     @property
     def flops(self) -> int:
-        return sum(k.flops for k in self.kernels)
+        return sum(k.flops for k in self.kernels if k is not None)
 
     @property
     def mem(self) -> int:
-        return sum(k.mem for k in self.kernels)
+        return sum(k.mem for k in self.kernels if k is not None)
+
+    def __reduce__(self) -> tuple:
+        """Pickled with its kernels (as lowered source: loading compiles them again, from the compiler's cache where
+        it can) and its buffers (with their contents: weights, state)."""
+        if len(self.kernels) != len(self.steps):
+            raise TypeError("pickle: this JIT plan does not know its kernels")
+        steps = [(bufs, holes) for _, bufs, holes in self.steps]
+        fields = (self.var_vals, self.rng, self.n_kernels, self.intermediate_bytes, self.captured_bytes, self.fresh)
+        return _load_plan, (steps, self.kernels, *fields)
 
     def run(self, inputs: list[Buffer], var_vals: dict[str, int]) -> None:
         vals = self.var_vals if not var_vals else {**self.var_vals, **var_vals}
@@ -149,11 +158,39 @@ def _bind(
     return call
 
 
-def plan(cap: Capture, inputs: list[Buffer], outputs: set[int], renewable: set[int] = frozenset()) -> JitPlan:
+def _load_plan(steps: list[tuple[list[Buffer | None], Any]], kernels: tuple[Any, ...], *fields: Any) -> JitPlan:
+    full = [(None if k is None else k.program, bufs, holes) for k, (bufs, holes) in zip(kernels, steps)]
+    return JitPlan(full, *fields, kernels=kernels)
+
+
+def input_independent(cap: Capture, inputs: list[Buffer]) -> set[int]:
+    """The steps (by index) whose results do not depend on a call's inputs: they read no input, no buffer a step
+    depending on them wrote, no generator counter and no Variable (TinyJit(prune=True) runs them only once)."""
+    depends = {id(b) for b in inputs} | {id(buf) for buf, _, _ in cap.rng}
+    pruned = set()
+    for i, st in enumerate(cap.steps):
+        uses_vars = st.kernel is not None and bool(st.kernel.lowered.sig.variables)
+        if uses_vars or any(id(b) in depends for b in st.bufs[1:]):
+            depends.add(id(st.bufs[0]))
+        else:
+            pruned.add(i)
+    return pruned
+
+
+def plan(
+    cap: Capture, inputs: list[Buffer], outputs: set[int], renewable: set[int] = frozenset(), prune: bool = False
+) -> JitPlan:
     """The replay plan of a capture. `inputs` are the caller's buffers (slots by position); `outputs` the ids
     of buffers the function returns. Of those, the `renewable` ones the capture made and wrote before any read
     become slots after the inputs (JitPlan.fresh): a replay passes new buffers there, so an output of an earlier
-    call is not overwritten. Other outputs (state read before it is written) keep their buffers."""
+    call is not overwritten. Other outputs (state read before it is written) keep their buffers. `prune` leaves
+    out the steps that do not depend on the inputs (input_independent): their results, computed by the capture,
+    keep their buffers."""
+    if prune:
+        pruned = input_independent(cap, inputs)
+        kept = {id(cap.steps[i].bufs[0]) for i in pruned}  # the capture's results stay where they are
+        cap = Capture([st for i, st in enumerate(cap.steps) if i not in pruned], cap.created, cap.rng, cap.var_vals)
+        outputs, renewable = outputs | kept, renewable - kept
     slot_of = {id(b): i for i, b in enumerate(inputs)}
     ids = [[id(b) for b in st.bufs] for st in cap.steps]
     written_first = first_written(ids)
@@ -185,5 +222,5 @@ def plan(cap: Capture, inputs: list[Buffer], outputs: set[int], renewable: set[i
         sum(b.nbytes for b in pool),
         sum(cap.created[k].nbytes for k in temps),
         tuple(fresh),
-        tuple(st.kernel for st in cap.steps if st.kernel is not None),
+        tuple(st.kernel for st in cap.steps),
     )

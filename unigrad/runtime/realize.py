@@ -63,6 +63,13 @@ class Stats:
 stats = Stats()
 
 
+def adopt_buffer(buf: Buffer) -> UOp:
+    """A fresh BUFFER UOp standing for an existing Buffer (one a pickled TinyJit brought along)."""
+    u = UOp(Ops.BUFFER, (UOp.shape_src((buf.size,)),), BufferArg(next(_buffer_ids), buf.dtype, buf.device))
+    buffers[u] = buf
+    return u
+
+
 def new_buffer(size: int, dtype: DType, device: str) -> UOp:
     """A fresh BUFFER UOp (unique slot); its device memory is allocated when first used."""
     u = UOp(Ops.BUFFER, (UOp.shape_src((size,)),), BufferArg(next(_buffer_ids), dtype, device, AddrSpace.GLOBAL))
@@ -298,7 +305,13 @@ class CompiledKernel:
     name: str
     program: Any
     lowered: Lowered
+    device: str = ""
     _stats: tuple[int, int] | None = None
+
+    def __reduce__(self) -> tuple:
+        """Pickled as its lowered kernel (source and signature): loading builds the program again (from the
+        compiler's cache where it has it)."""
+        return load_kernel, (self.device, self.lowered)
 
     @property
     def linear(self) -> UOp:
@@ -428,9 +441,14 @@ def _optimize_and_lower(device: str, ast: UOp, target: Target) -> Lowered:
 
 def _build_kernel(key: tuple, device: str, lowered: Lowered) -> CompiledKernel:
     """Compile (or find in the compiler's cache) and load a lowered kernel; cached under `key`."""
-    program = Device[device].build(lowered)  # type: ignore[attr-defined]
-    ck = _program_cache[key] = CompiledKernel(lowered.name, program, lowered)
+    ck = _program_cache[key] = load_kernel(device, lowered)
     return ck
+
+
+def load_kernel(device: str, lowered: Lowered) -> CompiledKernel:
+    """A lowered kernel compiled (or found in the compiler's cache) and loaded on `device`; what an unpickled
+    CompiledKernel (a pickled TinyJit's) is rebuilt with."""
+    return CompiledKernel(lowered.name, Device[device].build(lowered), lowered, device)  # type: ignore[attr-defined]
 
 
 def lower(device: str, sink: UOp) -> Lowered:
