@@ -1,7 +1,10 @@
 """The public names and knobs tinygrad programs use (issue 30): train mode and the optimizers' refusal to step
 outside it, DEFAULT_FLOAT, the dtype groups and helpers on `dtypes`, fp8, GlobalCounters, LARS and SGD(classic=),
 TinyJit(prune=) and pickled TinyJit, Tensor.is_param, Variable(dtype=), Tensor(bytes), size-changing bitcast,
-pad_to(value=), the disk: device, pickle protocol 5. Values are checked against numpy or torch."""
+pad_to(value=), the disk: device, pickle protocol 5, nn.BatchNorm(sz=), LayerNorm2d, Conv2d(padding='same'). Values
+are checked against numpy or torch."""
+
+import contextlib
 
 import numpy as np
 import pytest
@@ -564,3 +567,47 @@ def test_pickled_tinyjit_training_step_carries_its_state():
     ours = [step(Tensor(x), Tensor(y)).item() for x, y in data[3:]]
     theirs = [loaded(Tensor(x), Tensor(y)).item() for x, y in data[3:]]
     assert ours == theirs  # the same steps from the same state
+
+
+# ---------------------------------------------------------------- nn: BatchNorm(sz=), LayerNorm2d, Conv2d(padding='same')
+def test_batchnorm_takes_tinygrad_sz():
+    for cls in (nn.BatchNorm, nn.BatchNorm2d):
+        bn = cls(sz=3)
+        assert bn.num_features == 3 and bn.weight.shape == (3,) and bn.running_var.shape == (3,)
+    assert nn.BatchNorm(4, eps=1e-3).num_features == 4
+    with pytest.raises(TypeError, match="sz"):
+        nn.BatchNorm()
+    with pytest.raises(TypeError, match="sz"):
+        nn.BatchNorm(3, sz=3)
+    x = np.random.default_rng(6).random((4, 3, 2, 2), dtype=np.float32)
+    with Tensor.train():
+        out = nn.BatchNorm(sz=3)(Tensor(x)).numpy()
+    ref = torch.nn.functional.batch_norm(torch.tensor(x), None, None, training=True).numpy()
+    np.testing.assert_allclose(out, ref, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (1, 1, 1, 1), (1, 4, 3, 1)])
+def test_layernorm2d(shape):
+    x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+    ln = nn.LayerNorm2d(shape[1], eps=1e-5)
+    ln.weight, ln.bias = Tensor(np.linspace(0.5, 2, shape[1], dtype=np.float32)), Tensor.full((shape[1],), 0.25)
+    ref = torch.nn.functional.layer_norm(
+        torch.tensor(x).permute(0, 2, 3, 1), (shape[1],), torch.tensor(ln.weight.numpy()), torch.full((shape[1],), 0.25)
+    ).permute(0, 3, 1, 2)
+    np.testing.assert_allclose(ln(Tensor(x)).numpy(), ref.numpy(), atol=1e-5)
+    with pytest.raises(ValueError, match="LayerNorm2d"):
+        ln(Tensor.ones(3, 2))
+
+
+@pytest.mark.parametrize("k,dilation,size", [(3, 1, (8, 8)), (4, 1, (7, 9)), (3, 2, (10, 10)), (1, 1, (1, 1))])
+def test_conv2d_padding_same(k, dilation, size):
+    torch.manual_seed(0)
+    theirs = torch.nn.Conv2d(3, 4, k, padding="same", dilation=dilation)
+    ours = nn.Conv2d(3, 4, k, padding="same", dilation=dilation)
+    ours.weight, ours.bias = Tensor(theirs.weight.detach().numpy()), Tensor(theirs.bias.detach().numpy())
+    x = np.random.default_rng(k).random((2, 3, *size), dtype=np.float32)
+    with pytest.warns(UserWarning) if k % 2 == 0 else contextlib.nullcontext():
+        want = theirs(torch.tensor(x)).detach().numpy()
+    got = ours(Tensor(x)).numpy()
+    assert got.shape == (2, 4, *size)
+    np.testing.assert_allclose(got, want, atol=1e-5)

@@ -1,5 +1,5 @@
-"""unigrad.nn.norm: the normalization layers: BatchNorm (1d/2d/3d), InstanceNorm (1d/2d/3d), LayerNorm, RMSNorm,
-GroupNorm, LocalResponseNorm.
+"""unigrad.nn.norm: the normalization layers: BatchNorm (1d/2d/3d), InstanceNorm (1d/2d/3d), LayerNorm (and
+tinygrad's LayerNorm2d), RMSNorm, GroupNorm, LocalResponseNorm.
 
 Batch and instance norms keep torch's running statistics (running_mean, running_var, num_batches_tracked) as
 buffers, updated lazily in training mode; the affine weight starts at 1 and the bias at 0."""
@@ -22,6 +22,7 @@ __all__ = [
     "BatchNorm2d",
     "BatchNorm3d",
     "LayerNorm",
+    "LayerNorm2d",
     "RMSNorm",
     "GroupNorm",
     "LocalResponseNorm",
@@ -82,19 +83,23 @@ class BatchNorm(Module):
 
     The running variance takes the unbiased batch variance; momentum None means a cumulative average
     (factor 1/num_batches_tracked). Without track_running_stats there are no running buffers and batch
-    statistics are used in eval mode too."""
+    statistics are used in eval mode too. The channel count is torch's num_features or tinygrad's `sz=`."""
 
     def __init__(
         self,
-        num_features: int,
+        num_features: int | None = None,
         eps: float = 1e-5,
         momentum: float | None = 0.1,
         affine: bool = True,
         track_running_stats: bool = True,
         *,
         bias: bool = True,
+        sz: int | None = None,
     ):
-        _init_channel_norm(self, num_features, eps, momentum, affine, track_running_stats, bias)
+        if (num_features is None) == (sz is None):
+            raise TypeError(f"{type(self).__name__}: give the channel count as num_features (torch) or sz (tinygrad)")
+        n = num_features if num_features is not None else sz
+        _init_channel_norm(self, n, eps, momentum, affine, track_running_stats, bias)  # type: ignore[arg-type]
 
     def _check_input(self, x: Tensor) -> None:
         if x.ndim < 2 or x.shape[1] != self.num_features:
@@ -184,6 +189,15 @@ class LayerNorm(Module):
     def extra_repr(self) -> str:
         affine = f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"
         return f"{self.normalized_shape}, eps={self.eps}, {affine}"
+
+
+class LayerNorm2d(LayerNorm):
+    """tinygrad's LayerNorm2d(channels): LayerNorm over the channels (dim 1) of x (N, C, H, W), at each position."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim != 4:
+            raise ValueError(f"LayerNorm2d: expected input (N, C, H, W), got shape {x.shape}")
+        return super().forward(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
 
 
 _MACHINE_EPS = {dtypes.float16: 2.0**-10, dtypes.bfloat16: 2.0**-7, dtypes.float32: 2.0**-23, dtypes.float64: 2.0**-52}
