@@ -15,8 +15,6 @@ environment variable FLAVOR sets the start value.
 |                                   | reaches not marked requires_grad=False  | (and a module's parameters)             |
 | positional max(1)/cummax(0) etc.  | cummax/cummin give (values, indices)    | (values, indices) too                   |
 | negative sizes in creation        | ValueError                              | RuntimeError                            |
-| lazy values across in-place writes| a lazy tensor reads buffers when it is  | a tensor holds the values of the time   |
-|                                   | realized (later writes show)            | it was made                             |
 | optimizer.step() outside training | refused (Tensor.training must be set:   | steps (torch has no global train mode)  |
 |                                   | Tensor.train(), Context(TRAINING=1))    |                                         |
 | reshape to another size, repeat   | ValueError                              | RuntimeError                            |
@@ -73,7 +71,10 @@ TINYGRAD = Flavor(
     int_acc_signed=dtypes.int32,
     int_acc_unsigned=dtypes.uint32,
     grad_unmarked_leaves=True,
-    call_time_values=False,
+    # True as torch for now: without it a realize ran a later assign of a buffer before a read made earlier in the
+    # same graph (`r.assign(r * n); n.assign(n + 1)` in a loop read the last n): the scheduler orders reads before
+    # writes only through this. tinygrad's "a lazy tensor sees later writes" waits for that ordering.
+    call_time_values=True,
     negative_size_error=ValueError,
     step_needs_training=True,
     shape_arg_error=ValueError,

@@ -269,7 +269,7 @@ def _stale_readers(ts: tuple[Tensor, ...]) -> list[Tensor]:
     given = {id(o) for o in ts}
     candidates = [
         t
-        for t in _live_made()
+        for t in _live_made(keep_realized=flavor.current().grad_unmarked_leaves)
         if id(t) not in given and t.uop not in pending and view_base(t.uop).op not in (Ops.BUFFER, Ops.AFTER)
     ]
     if not candidates:
@@ -415,6 +415,10 @@ def _writes_read_by(ts: tuple[Tensor, ...]) -> list[Tensor]:
     """The owners of pending assigns (not in these graphs) that write a buffer the graphs of ts read: a write through
     a view (`t[1].assign(v)`, `t.T[0] = 5`) must run before its base, or another view of it, is read."""
     pending = {node: owner for node, owner in _assign_owner.items() if owner.uop is node}
+    if not all(view_base(t.uop).op is Ops.BUFFER for t in ts):
+        # a computation reads the buffer: only writes through views (its graph may hold earlier assigns to the
+        # buffer itself, `r.assign(r * n); n.assign(n + 1)`, whose later ones must not run before it)
+        pending = {node: owner for node, owner in pending.items() if node in _view_assigns}
     if not pending:
         return []
     nodes = set(UOp(Ops.SINK, tuple(t.uop for t in ts)).toposort())
@@ -1354,7 +1358,8 @@ class Tensor(
         store = UOp(Ops.STORE, (target, x.cast(self.dtype).uop))
         # each assign is its own event: the unique tag keeps hash-consing from returning an earlier assign with
         # the same graph (x.assign(x + 1) twice) that already ran (callify drops the tag: one cached schedule)
-        shared = target is not self.uop or not _is_buffer_view(target)  # a view (or detach) of another's buffer
+        # a view (or a detach) of a buffer another tensor owns: held until it runs (the view may be dropped at once)
+        shared = target is not self.uop or (target.op in GroupOp.View and not _is_buffer_view(target))
         self.uop = UOp(Ops.AFTER, (target, store), tag=next(_assign_ids))
         _assign_owner[self.uop] = self
         if shared:

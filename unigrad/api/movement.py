@@ -83,7 +83,8 @@ SORT_NETWORK_MIN = 64  # sort (and topk of more than TOPK_SELECT) over more elem
 
 def _writes_in_place(t: Tensor) -> bool:
     """Whether t is a view of a buffer that a setitem may write in place: on one device, a chain of movement ops
-    (or detach) over a BUFFER or an assign, with no EXPAND (several elements would share one memory location)."""
+    (or detach) over a BUFFER or an assign, with no EXPAND (several elements would share one memory location) and
+    no PAD (the padding has no memory to write)."""
     from unigrad.pipeline.rangeify import view_base
     from unigrad.tensor import _without_detach
 
@@ -93,7 +94,7 @@ def _writes_in_place(t: Tensor) -> bool:
     if view_base(u).op not in (Ops.BUFFER, Ops.AFTER):
         return False
     chain = u.toposort(gate=lambda v: v.op in GroupOp.View)
-    return not any(v.op is Ops.EXPAND and v.shape != v.src[0].shape for v in chain)
+    return not any(v.op in (Ops.EXPAND, Ops.PAD) and v.shape != v.src[0].shape for v in chain)
 
 
 def _arange(n: int, device: str) -> Tensor:
