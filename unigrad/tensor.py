@@ -359,19 +359,29 @@ def _due_checks(ts: Sequence[Tensor]) -> list[_Check]:
                 del _binding[check.source]
     live: dict[UOp, list[_Check]] = {}
     kept: list[_Check] = []
+    anchored = 0
     for check in _checks:
         anchors = [a for r in check.anchors if (a := r()) is not None]
         if anchors or not check.anchors:  # an unbound one waits for its op's result
             kept.append(check)
+            anchored += bool(anchors)
             for a in anchors:
                 live.setdefault(a, []).append(check)
     _checks[:] = kept
     if not live:
         return []
-    found = {id(c): c for u in UOp(Ops.SINK, tuple(t.uop for t in ts)).toposort() for c in live.get(u, ())}
-    if found:
-        _checks[:] = [c for c in _checks if id(c) not in found]
-    return list(found.values())
+    found: dict[int, _Check] = {}  # a walk of ts' graphs that stops once every anchored check is found
+    stack, seen = [t.uop for t in ts], set()
+    while stack and len(found) < anchored:
+        u = stack.pop()
+        if u in seen:
+            continue
+        seen.add(u)
+        for c in live.get(u, ()):
+            found[id(c)] = c
+        stack.extend(u.src)
+    _checks[:] = [c for c in kept if id(c) not in found]
+    return [c for c in kept if id(c) in found]  # in the order queued: the first op's error is raised
 
 
 def _move_anchors(before: Sequence[UOp], after: Sequence[UOp]) -> None:
