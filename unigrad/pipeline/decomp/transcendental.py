@@ -23,7 +23,8 @@ TRUNC in the hot ops, no polynomial that only one arm of a select uses where gcc
         table of 64-bit constants by selects), in 32-bit integer columns, exact to 2^-62 / 2^-126 of a quarter
         turn, so it holds over the whole float range. Then a sin or cos Taylor polynomial of r by the quadrant q
         mod 4. sin(x + k*pi/2) for the constant k*pi/2 rounded to the dtype (cos x = sin(x + pi/2), the gradient of
-        sin) reduces x alone and adds k to the quadrant: cos keeps its relative accuracy near its zeros.
+        sin) reduces x alone and adds k to the quadrant: cos keeps its relative accuracy near its zeros (a 16-bit
+        x + k*pi/2 is taken apart the same way before it is computed in float32).
         inf and nan -> nan; +-0 -> +-0.
   SQRT  Newton's method: y ~ 1/sqrt(x) from the bit trick (magic - bits/2, 0.18% off), 2 (float32) / 3
         (float64) steps y*(3/2 - x/2*y*y), then s = x*y corrected once by s + y/2*(x - s*s), about 1 ulp;
@@ -139,7 +140,10 @@ PAYNE_HANEK = {
     dtypes.float64: _payne_hanek_table(FORMATS[dtypes.float64], 6, 3, 1.05e8),
 }
 # k*pi/2 rounded to each float dtype -> k, for the constants sin(x + k*pi/2) moves the quadrant by
-QUARTER_TURNS = {dt: {fmt.round(float(k * PI / 2)): k for k in (-3, -2, -1, 1, 2, 3)} for dt, fmt in FORMATS.items()}
+# (as UOp.const stores it: 16-bit floats too, whose sin(x + k*pi/2) is computed in float32 from x and k)
+QUARTER_TURNS = {
+    dt: {UOp.const(dt, float(k * PI / 2)).value: k for k in (-3, -2, -1, 1, 2, 3)} for dt in (*FORMATS, *COMPUTE_IN)
+}
 # 1/sqrt(x) ~ bits(magic - bits(x)/2) within 0.18% (Lomont's constants); Newton steps to reach the format
 RSQRT_MAGIC = {dtypes.float32: 0x5F375A86, dtypes.float64: 0x5FE6EB50C7B537A9}
 RSQRT_STEPS = {dtypes.float32: 2, dtypes.float64: 3}
@@ -201,10 +205,12 @@ def log2(u: UOp) -> UOp:
 
 
 def sin(u: UOp) -> UOp:
-    if (r := via_float32(u)) is not None:
-        return r
     (whole,) = u.src
     x, turns = _quarter_turns(whole)  # sin(x + k*pi/2) (cos x = sin(x + pi/2)): x reduced alone
+    if (wide := COMPUTE_IN.get(u.dtype)) is not None and x is not whole:  # the 16-bit sum would round x + k*pi/2
+        return UOp(Ops.SIN, (x.cast(wide) + float(turns * PI / 2),)).cast(u.dtype)
+    if (r := via_float32(u)) is not None:
+        return r
     fmt = FORMATS[u.dtype]
     bad = (x * 0.0).ne(0.0)  # inf or nan
     xs = bad.where(const(x, 0.0), x)
