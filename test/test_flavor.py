@@ -175,7 +175,7 @@ def test_writes_through_views_reach_the_base(case, flavor):
 @pytest.mark.parametrize("flavor", ["tinygrad", "torch"])
 def test_lazy_reader_keeps_the_values_of_its_making(flavor):
     """A computed tensor made before a write through a view holds the values of its making (flavor.py:
-    call_time_values is on in both flavors for now); the base and its views see the write."""
+    both flavors keep torch's values-at-making for now); the base and its views see the write."""
     a, t = _base()
     with Context(FLAVOR=flavor):
         y = t * 2

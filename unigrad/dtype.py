@@ -9,6 +9,7 @@ floats take the float; float16+bfloat16 meet at float32. Python scalars only pro
 from __future__ import annotations
 
 import math
+from types import ModuleType
 from typing import Final
 
 from unigrad import config
@@ -104,11 +105,12 @@ class _DefaultDtypes(type):
 
     @property
     def default_int(cls) -> DType:
-        if not config.DEFAULT_INT.value:
-            from unigrad import flavor
-
-            return flavor.current().default_int
-        return _dtype_knob(config.DEFAULT_INT)
+        if config.DEFAULT_INT.value:
+            return _dtype_knob(config.DEFAULT_INT)
+        global _flavor
+        if _flavor is None:  # unigrad.flavor imports this module: looked up once, on first use
+            from unigrad import flavor as _flavor
+        return _flavor.current().default_int
 
     @default_int.setter
     def default_int(cls, dt: DType) -> None:
@@ -117,11 +119,18 @@ class _DefaultDtypes(type):
         config.DEFAULT_INT.value = dt.name
 
 
+_flavor: ModuleType | None = None  # unigrad.flavor, once dtypes.default_int first asks
+_knob_dtypes: dict[str, DType] = {}  # a knob's value -> the dtype it names (read on every default_float)
+
+
 def _dtype_knob(knob: config.Knob) -> DType:
     """The dtype a knob names, any case (tinygrad's DEFAULT_FLOAT=HALF)."""
+    if (dt := _knob_dtypes.get(knob.value)) is not None:
+        return dt
     dt = getattr(dtypes, str(knob.value).lower(), None)
     if not isinstance(dt, DType):
         raise ValueError(f"{knob.name}={knob.value!r} names no dtype (float32, half, bfloat16, ...)")
+    _knob_dtypes[knob.value] = dt
     return dt
 
 
@@ -187,7 +196,7 @@ class dtypes(metaclass=_DefaultDtypes):
     # tinygrad's static helpers on the namespace (a DType also answers dt.is_float, dt.min, ... itself)
     @staticmethod
     def is_float(dt: DType) -> bool:
-        return dt.kind == "f"
+        return dt.is_float
 
     @staticmethod
     def is_int(dt: DType) -> bool:
@@ -196,11 +205,11 @@ class dtypes(metaclass=_DefaultDtypes):
 
     @staticmethod
     def is_unsigned(dt: DType) -> bool:
-        return dt.kind == "u"
+        return dt.is_unsigned
 
     @staticmethod
     def is_bool(dt: DType) -> bool:
-        return dt.kind == "b"
+        return dt.is_bool
 
     @staticmethod
     def finfo(dt: DType) -> tuple[int, int]:

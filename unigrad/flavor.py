@@ -13,7 +13,6 @@ environment variable FLAVOR sets the start value.
 | integer sum/prod/cumsum dtype     | at least int32 (uint32 for unsigned)    | int64                                   |
 | gradients of unmarked tensors     | backward() fills .grad of every leaf it | only tensors with requires_grad=True    |
 |                                   | reaches not marked requires_grad=False  | (and a module's parameters)             |
-| positional max(1)/cummax(0) etc.  | cummax/cummin give (values, indices)    | (values, indices) too                   |
 | negative sizes in creation        | ValueError                              | RuntimeError                            |
 | optimizer.step() outside training | refused (Tensor.training must be set:   | steps (torch has no global train mode)  |
 |                                   | Tensor.train(), Context(TRAINING=1))    |                                         |
@@ -25,7 +24,10 @@ environment variable FLAVOR sets the start value.
 | an unknown dtype name (sum(dtype= | AttributeError (no such dtypes member)  | TypeError                               |
 | 'floatx'))                        |                                         |                                         |
 
-(The per-field comments below are the reference; README's "Two flavors" section shows examples.)
+(The per-field comments below are the reference; README's "Two flavors" section shows examples.) Not a field yet:
+tinygrad's lazy tensor reads buffers when realized (later writes show); both flavors keep torch's values-at-making
+(tensor.py's _stale_readers), which is also what orders a read before a later write of the same buffer in one
+realize (`r.assign(r * n); n.assign(n + 1)` in a loop).
 """
 
 from __future__ import annotations
@@ -47,8 +49,6 @@ class Flavor:
     int_acc_unsigned: DType
     # backward() fills .grad of tensors the user never marked (requires_grad None) that its graph reads
     grad_unmarked_leaves: bool
-    # a realize that writes buffers first computes the live lazy tensors reading them (torch's call-time values)
-    call_time_values: bool
     # exception type for a negative size in a creation function (zeros(-3), empty, rand, eye, full, ...)
     negative_size_error: type[Exception]
     # an optimizer's step()/schedule_step() refuses to run unless Tensor.training is set (tinygrad's assert: a step
@@ -71,10 +71,6 @@ TINYGRAD = Flavor(
     int_acc_signed=dtypes.int32,
     int_acc_unsigned=dtypes.uint32,
     grad_unmarked_leaves=True,
-    # True as torch for now: without it a realize ran a later assign of a buffer before a read made earlier in the
-    # same graph (`r.assign(r * n); n.assign(n + 1)` in a loop read the last n): the scheduler orders reads before
-    # writes only through this. tinygrad's "a lazy tensor sees later writes" waits for that ordering.
-    call_time_values=True,
     negative_size_error=ValueError,
     step_needs_training=True,
     shape_arg_error=ValueError,
@@ -88,7 +84,6 @@ TORCH = Flavor(
     int_acc_signed=dtypes.int64,
     int_acc_unsigned=dtypes.int64,
     grad_unmarked_leaves=False,
-    call_time_values=True,
     negative_size_error=RuntimeError,
     step_needs_training=False,
     shape_arg_error=RuntimeError,
@@ -107,10 +102,6 @@ def current() -> Flavor:
     return f
 
 
-def is_torch() -> bool:
-    return config.FLAVOR.value == "torch"
-
-
 def set_flavor(name: str) -> None:
     """Switch the process to a flavor ('tinygrad' or 'torch'); `Context(FLAVOR=...)` scopes it instead."""
     if name not in FLAVORS:
@@ -118,8 +109,10 @@ def set_flavor(name: str) -> None:
     config.FLAVOR.value = name
 
 
-def int_acc_dtype(dt: DType) -> DType:
-    """The dtype an integer or bool sum/prod/cumsum of `dt` gives without dtype=: widened to the flavor's
-    accumulator, never narrowed (an int64 sum stays int64)."""
+def acc_dtype(dt: DType) -> DType:
+    """The dtype a sum/prod/cumsum/cumprod of `dt` gives without dtype=: dt for floats; an integer or bool widened
+    to the flavor's accumulator, never narrowed (an int64 sum stays int64)."""
+    if dt.is_float:
+        return dt
     acc = current().int_acc_unsigned if dt.is_unsigned else current().int_acc_signed
     return dt if dt.kind == acc.kind and dt.itemsize >= acc.itemsize else acc

@@ -36,7 +36,7 @@ from unigrad.helpers import RemovableHandle, record
 from unigrad.ir.args import LoadArg, ReduceArg
 from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.props import broadcast_shapes
-from unigrad.ir.sint import always_le, resolve_shape, sadd, sfloordiv, sint, smax, smin, smul, sprod, ssub
+from unigrad.ir.sint import always_le, fits_bound, resolve_shape, sadd, sfloordiv, sint, smax, smin, smul, sprod, ssub
 from unigrad.ir.spec import verify_tensor_op
 from unigrad.ir.uop import UOp
 from unigrad.pipeline import multi
@@ -46,7 +46,6 @@ from unigrad.runtime import Device
 from unigrad.runtime import jit as rt_jit
 from unigrad.runtime import multi as rt_multi
 from unigrad.runtime import realize as rt
-from unigrad.api.movement import _fits_bound
 
 Shape = tuple[int, ...]
 # broadcast constants by (value, type, dtype, shape), kept alive: an op with a scalar (x + 1, lr * g) reuses the
@@ -97,9 +96,12 @@ def creation_shape(op: str, shape: Sequence[Any]) -> tuple[sint, ...]:
     return tuple(out)
 
 
-def _acc_dtype(dtype: DType | str) -> DType:
-    """A reduce's dtype= argument: a dtype name that names none raises flavor.unknown_dtype_error (tinygrad's
-    AttributeError: it looks the name up on dtypes; torch TypeError)."""
+def _acc_dtype(src: DType, dtype: DType | str | None) -> DType:
+    """The dtype a sum or prod of `src` accumulates in: dtype= if given (a name that names none raises
+    flavor.unknown_dtype_error: tinygrad's AttributeError, it looks the name up on dtypes; torch TypeError), else
+    flavor.acc_dtype(src) (src for floats, the flavor's integer accumulator for ints and bools)."""
+    if dtype is None:
+        return flavor.acc_dtype(src)
     try:
         return to_dtype(dtype)
     except TypeError as e:
@@ -408,10 +410,10 @@ def _raise_failed(checks: list[_Check]) -> None:
 
 def _same_size(a: sint, b: sint) -> bool:
     """a == b for symbolic sizes too: i+j is j+i (their difference simplifies to 0)."""
-    if a.__class__ is int and b.__class__ is int:
+    if a is b or (a.__class__ is int and b.__class__ is int):
         return a == b
     d = ssub(a, b)
-    return a is b or (d.__class__ is int and d == 0)
+    return d.__class__ is int and d == 0
 
 
 def _without_detach(u: UOp) -> UOp:
@@ -915,7 +917,7 @@ class Tensor(
         if not _assign_owner and all(_is_buffer_view(t.uop) for t in ts):  # nothing to compute
             rt.stats.last_kernels = []
             return self
-        if _assign_owner and flavor.current().call_time_values:
+        if _assign_owner:
             if readers := _stale_readers(ts):  # they read buffers this schedule writes: first, as the gradients
                 ts = (*readers, *ts)
         elif len(_made) > _MADE_PRUNE:
@@ -1394,17 +1396,18 @@ class Tensor(
                 raise flavor.current().shape_arg_error(f"reshape: None in {new} keeps a dim {self.shape} lacks")
             new = tuple(cur[i] if s is None else s for i, s in enumerate(new))
         shp = list(new)
-        if sum(s.__class__ is int and s == -1 for s in shp) > 1:
+        inferred_at = [i for i, s in enumerate(shp) if s.__class__ is int and s == -1]
+        if len(inferred_at) > 1:
             raise RuntimeError(f"reshape: only one dimension can be inferred, got {tuple(shp)}")
         numel = self.numel()
-        if any(s.__class__ is int and s == -1 for s in shp):
+        if inferred_at:
             known = sprod([s for s in shp if not (isinstance(s, int) and s == -1)])
             inferred = sfloordiv(numel, known) if known != 0 else 0
             if known == 0 or smul(inferred, known) != numel:
                 raise flavor.current().shape_arg_error(
                     f"reshape: shape {list(shp)} is invalid for input of size {numel}"
                 )
-            shp[next(i for i, s in enumerate(shp) if s.__class__ is int and s == -1)] = inferred
+            shp[inferred_at[0]] = inferred
         new = tuple(shp)
         if any(not isinstance(s, (int, UOp)) or smin(s) < 0 for s in new) or not _same_size(sprod(new), numel):
             raise flavor.current().shape_arg_error(
@@ -1539,7 +1542,7 @@ class Tensor(
         if len(arg) != self.ndim or any(
             not (0 <= b <= e <= s)
             if b.__class__ is int and e.__class__ is int and s.__class__ is int  # plain ints: compared directly
-            else (smin(b) < 0 or not always_le(b, e) or not always_le(e, s)) and not _fits_bound(b, e, s)
+            else (smin(b) < 0 or not always_le(b, e) or not always_le(e, s)) and not fits_bound(b, e, s)
             for (b, e), s in zip(bounds, self.shape)
         ):
             raise RuntimeError(
@@ -1983,16 +1986,10 @@ class Tensor(
         dim: int | Sequence[int] | None = None,
     ) -> Tensor:
         """The sum over `axis` (torch's `dim=` keyword too; None: every element); ints and bools sum in the flavor's
-        integer accumulator (int32 or wider native, int64 torch: flavor.int_acc_dtype)."""
+        integer accumulator (int32 or wider native, int64 torch: flavor.acc_dtype)."""
         if dim is not None:
             axis = dim
-        acc = (
-            _acc_dtype(dtype)
-            if dtype is not None
-            else flavor.int_acc_dtype(self.dtype)
-            if (self.dtype.is_int or self.dtype.is_bool)
-            else self.dtype
-        )
+        acc = _acc_dtype(self.dtype, dtype)
         if acc.itemsize < 4 and acc.is_float:  # half and bfloat16 accumulate in float32 (as torch), then round once
             return self.cast(dtypes.float32)._reduce(Ops.ADD, axis, keepdim, "sum").cast(acc)
         return self.cast(acc)._reduce(Ops.ADD, axis, keepdim, "sum")
@@ -2005,16 +2002,10 @@ class Tensor(
         *,
         dim: int | Sequence[int] | None = None,
     ) -> Tensor:
-        """The product over `axis` (or torch's `dim=`); ints and bools multiply as sum adds (flavor.int_acc_dtype)."""
+        """The product over `axis` (or torch's `dim=`); ints and bools multiply as sum adds (flavor.acc_dtype)."""
         if dim is not None:
             axis = dim
-        acc = (
-            _acc_dtype(dtype)
-            if dtype is not None
-            else flavor.int_acc_dtype(self.dtype)
-            if (self.dtype.is_int or self.dtype.is_bool)
-            else self.dtype
-        )
+        acc = _acc_dtype(self.dtype, dtype)
         return self.cast(acc)._reduce(Ops.MUL, axis, keepdim, "prod")
 
     def max(self, axis: int | Sequence[int] | None = None, keepdim: bool = False, *, dim: int | None = None) -> Any:

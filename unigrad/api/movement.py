@@ -28,9 +28,10 @@ from unigrad.dtype import ConstType, DType, dtypes, least_upper_dtype
 from unigrad.api.reduce import ValuesIndices
 from unigrad.api.strides import is_contiguous as row_major, layout
 from unigrad.helpers import record
-from unigrad.ir.sint import always_le, resolve, sadd, sint, smin, ssub
+from unigrad.ir.sint import always_le, fits_bound, sadd, sint, smin, ssub
 from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.uop import UOp
+from unigrad.pipeline.rangeify import view_base
 
 if TYPE_CHECKING:
     from unigrad.dtype import ConstType
@@ -85,7 +86,6 @@ def _writes_in_place(t: Tensor) -> bool:
     """Whether t is a view of a buffer that a setitem may write in place: on one device, a chain of movement ops
     (or detach) over a BUFFER or an assign, with no EXPAND (several elements would share one memory location) and
     no PAD (the padding has no memory to write)."""
-    from unigrad.pipeline.rangeify import view_base
     from unigrad.tensor import _without_detach
 
     if isinstance(t.device, tuple):
@@ -209,16 +209,6 @@ def _slice_dim(s: slice, n: sint) -> _DimIndex:
     return _DimIndex(last, start + 1, -step, flip=True)
 
 
-def _fits_bound(start: sint, stop: sint, n: sint) -> bool:
-    """0 <= start <= stop <= n for the values the Variables are bound to (tinygrad checks a bound Variable's value,
-    not its whole range); False when one is unbound."""
-    try:
-        a, b, m = resolve(start), resolve(stop), resolve(n)
-    except ValueError:
-        return False
-    return 0 <= a <= b <= m
-
-
 def _symbolic_slice(s: slice, n: sint) -> _DimIndex:
     """x[a:b] where a, b or the size are symbolic (Variables): step 1, bounds 0 <= a <= b <= n for every value."""
     if s.step not in (None, 1):
@@ -228,7 +218,7 @@ def _symbolic_slice(s: slice, n: sint) -> _DimIndex:
     if any(isinstance(v, int) and v < 0 for v in (start, stop)):
         raise IndexError(f"__getitem__: negative bounds with a symbolic size are not supported, got {s}")
     if smin(start) < 0 or not always_le(start, stop) or not always_le(stop, n):
-        if not _fits_bound(start, stop, n):
+        if not fits_bound(start, stop, n):
             raise IndexError(
                 f"__getitem__: slice {start}:{stop} does not fit size {n} for every value of its Variables"
             )

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from unigrad.dtype import ConstType, DType, dtypes, to_dtype
-from unigrad.flavor import int_acc_dtype
+from unigrad.flavor import acc_dtype
 
 if TYPE_CHECKING:
     from unigrad.tensor import Tensor
@@ -492,10 +492,8 @@ class ReduceMixin:
 
     # ---------------------------------------------------------------- scans
     def cumsum(self: Tensor, axis: int = 0, dtype: DType | str | None = None, *, dim: int | None = None) -> Tensor:
-        """Running sum along `axis`; ints and bools accumulate as sum does (flavor.int_acc_dtype: int64 in torch)."""
-        out_dt = (
-            to_dtype(dtype) if dtype is not None else self.dtype if self.dtype.is_float else int_acc_dtype(self.dtype)
-        )
+        """Running sum along `axis`; ints and bools accumulate as sum does (flavor.acc_dtype: int64 in torch)."""
+        out_dt = to_dtype(dtype) if dtype is not None else acc_dtype(self.dtype)
         x = self.cast(out_dt)
         acc = dtypes.float32 if out_dt.is_float and out_dt.itemsize < 4 else out_dt
         x = x.cast(acc)
@@ -503,10 +501,8 @@ class ReduceMixin:
         return out.cast(out_dt)
 
     def cumprod(self: Tensor, axis: int = 0, dtype: DType | str | None = None, *, dim: int | None = None) -> Tensor:
-        """Running product along `axis`; ints and bools as sum (flavor.int_acc_dtype: int64 in torch)."""
-        out_dt = (
-            to_dtype(dtype) if dtype is not None else self.dtype if self.dtype.is_float else int_acc_dtype(self.dtype)
-        )
+        """Running product along `axis`; ints and bools as sum (flavor.acc_dtype: int64 in torch)."""
+        out_dt = to_dtype(dtype) if dtype is not None else acc_dtype(self.dtype)
         x = self.cast(out_dt)
         acc = dtypes.float32 if out_dt.is_float and out_dt.itemsize < 4 else out_dt
         x = x.cast(acc)

@@ -95,6 +95,16 @@ def resolve(x: sint) -> int:
     return int(s.arg.value)
 
 
+def fits_bound(start: sint, stop: sint, n: sint) -> bool:
+    """0 <= start <= stop <= n for the values the Variables are bound to (tinygrad checks a bound Variable's value,
+    not its whole range); False when one is unbound."""
+    try:
+        a, b, m = resolve(start), resolve(stop), resolve(n)
+    except ValueError:
+        return False
+    return 0 <= a <= b <= m
+
+
 def resolve_shape(shape: Sequence[sint]) -> tuple[int, ...]:
     return tuple(resolve(s) for s in shape)
 
