@@ -9,6 +9,7 @@ normals use Box-Muller; the rest are compositions of these.
 from __future__ import annotations
 
 import math
+import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,6 +47,31 @@ def next_state(n: int, state: _RNGState | None = None) -> np.ndarray:
 def new_state(seed: int = 0) -> _RNGState:
     """The draw state of a torch.Generator (unigrad.Generator): its own seed and counter."""
     return _RNGState(int(seed) & 0xFFFFFFFFFFFFFFFF, 0)
+
+
+class Generator:
+    """torch.Generator: `Generator().manual_seed(0)`, a stream of random numbers of its own (seed and counter), apart
+    from the global one. The random tensor ops (rand, randn, randint, randperm, normal, multinomial) draw from it
+    with `generator=`, and so do the samplers, random_split and a shuffling DataLoader. Each draw advances its
+    counter, so successive epochs differ and a reseed repeats them."""
+
+    def __init__(self, device: Any = "cpu") -> None:
+        self.device = device
+        self.rng_state = new_state(0)
+
+    def manual_seed(self, seed: int) -> Generator:
+        """Restart the stream at `seed`; returns the generator (torch's chaining form)."""
+        self.rng_state = new_state(int(seed))
+        return self
+
+    def initial_seed(self) -> int:
+        return self.rng_state.seed
+
+    def seed(self) -> int:
+        """Reseed from the OS's entropy; returns the seed."""
+        s = int.from_bytes(os.urandom(8), "little") >> 1
+        self.manual_seed(s)
+        return s
 
 
 def _state_of(generator: Any) -> _RNGState:

@@ -1,0 +1,46 @@
+"""torch.utils.data for unigrad: datasets, samplers and the DataLoader that batches them, in torch's module files.
+
+  dataset     Dataset, IterableDataset, TensorDataset, Subset, ConcatDataset, random_split
+  sampler     Sampler, SequentialSampler, RandomSampler, SubsetRandomSampler, WeightedRandomSampler, BatchSampler
+  dataloader  DataLoader, default_collate, get_worker_info
+
+Every sampler and the DataLoader iterate lazily: an index is drawn when it is asked for (a RandomSampler with
+replacement draws 32 at a time, as torch), so an endless sampler (num_samples=10**10) costs nothing up front.
+Random orders come from unigrad's generator (the global one, `unigrad.manual_seed`, or a `generator=`
+unigrad.Generator): a seeded program takes the same batches on every run.
+"""
+
+from unigrad.api.random import Generator
+from unigrad.utils.data import dataloader, dataset, sampler
+from unigrad.utils.data.dataloader import DataLoader, default_collate, get_worker_info
+from unigrad.utils.data.dataset import ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
+from unigrad.utils.data.sampler import (
+    BatchSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
+
+__all__ = [
+    "Dataset",
+    "IterableDataset",
+    "TensorDataset",
+    "Subset",
+    "ConcatDataset",
+    "random_split",
+    "Sampler",
+    "SequentialSampler",
+    "RandomSampler",
+    "SubsetRandomSampler",
+    "WeightedRandomSampler",
+    "BatchSampler",
+    "DataLoader",
+    "default_collate",
+    "get_worker_info",
+    "Generator",
+    "dataloader",
+    "dataset",
+    "sampler",
+]
