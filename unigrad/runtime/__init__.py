@@ -23,7 +23,12 @@ from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize.opts import Target
 from unigrad.render.cstyle import KernelSignature
 
-DEVICES = {"CPU": "unigrad.runtime.ops_cpu", "PYTHON": "unigrad.runtime.ops_python", "DISK": "unigrad.runtime.ops_disk"}
+DEVICES = {
+    "CPU": "unigrad.runtime.ops_cpu",
+    "PYTHON": "unigrad.runtime.ops_python",
+    "DISK": "unigrad.runtime.ops_disk",
+    "CL": "unigrad.runtime.ops_cl",
+}
 
 
 class Allocator:
@@ -47,6 +52,10 @@ class Allocator:
 class Compiler:
     def compile(self, src: str) -> bytes:
         raise NotImplementedError
+
+
+class CompileError(RuntimeError):
+    """A device's compiler refused a kernel's source; the message quotes the compiler's log and the lines it names."""
 
 
 ProgramFactory = Callable[[str, bytes, KernelSignature, Any], Callable[..., None]]
