@@ -2,7 +2,11 @@
 launches over work-groups (local memory and barriers), copies, the binary cache, and the errors of bad input.
 Skipped, with the reason, where no OpenCL platform is found (CI installs PoCL)."""
 
+import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,7 +14,7 @@ import pytest
 from unigrad.config import Context
 from unigrad.dtype import dtypes
 from unigrad.render.cstyle import KernelSignature
-from unigrad.runtime import Buffer, CompileError, Device
+from unigrad.runtime import Buffer, CompileError, Device, Lowered
 from unigrad.runtime.support import opencl as cl
 
 NO_CL = cl.unavailable()
@@ -49,6 +53,15 @@ def _info_with(info, **changes):  # a CLInfo with some fields changed (it is fro
 def test_missing_library_says_what_to_install():
     with pytest.raises(cl.OpenCLMissing, match="ocl-icd-libopencl1.*pocl-opencl-icd.*DEVICE=CPU"):
         cl.lib(("libNoSuchOpenCL.so.9",))
+
+
+def test_no_driver_says_what_to_install(tmp_path):
+    """Opening CL where the loader finds no driver (an empty vendors folder) names the packages and other devices."""
+    env = {**os.environ, "OCL_ICD_VENDORS": str(tmp_path), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    code = "from unigrad.runtime import Device\nDevice['CL']"
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "OpenCLMissing" in proc.stderr and "pocl-opencl-icd" in proc.stderr and "DEVICE=CPU" in proc.stderr
 
 
 @needs_cl
@@ -213,3 +226,17 @@ def test_info_and_target():
     for field in ("max_group", "local_bytes", "group_multiple", "nonuniform", "local_max"):
         if hasattr(target, field):  # the GPU fields of Target, where this version has them
             assert getattr(target, field) == getattr(info, field)
+
+
+@needs_cl
+def test_damaged_cached_binary_is_rebuilt(tmp_path):
+    dev = Device["CL"]
+    src = ADD_SRC + "\n// damaged cache entry\n"
+    with Context(CACHEDIR=str(tmp_path), DISABLE_COMPILER_CACHE=0):
+        (tmp_path / "cl").mkdir()
+        (tmp_path / "cl" / f"{dev.compiler.key(src)}.bin").write_bytes(b"not a program binary")
+        prog = dev.build(Lowered("add", b"", src, ADD_SIG))
+    a = np.arange(5, dtype=np.float32)
+    out = Buffer("CL", 5, dtypes.float32).ensure_allocated()
+    prog([out, _filled("CL", a), _filled("CL", a)], {"n": 5}, global_size=(5,))
+    np.testing.assert_array_equal(out.numpy(), a + a)

@@ -37,6 +37,7 @@ from unigrad.runtime.support import opencl as cl
 
 FORMAT = 1  # bump when what a cached binary holds changes
 GLOBAL_MAX = (2**31 - 1,) * 3  # OpenCL bounds a global size by size_t only: this keeps a global index an int
+MEMORY_ENTRIES = 256  # binaries a compiler keeps in memory when the disk cache is off
 DEFAULT_GROUP_MULTIPLE = 32  # when neither the device nor a probe kernel says its preferred work-group multiple
 # dtype -> the device extension it needs (the others are core OpenCL C; 64-bit ints: FULL_PROFILE, checked apart)
 DTYPE_EXTENSION = {dtypes.float16: "cl_khr_fp16", dtypes.float64: "cl_khr_fp64"}
@@ -249,7 +250,7 @@ class CLCompiler(Compiler):
         self.ctx, self.info = ctx, ctx.info
         self.options = build_options(ctx.info)
         self.compiles = 0  # builds from source (cache misses)
-        self._memory: dict[str, bytes] = {}  # binaries built while the disk cache is off
+        self._memory: dict[str, bytes] = {}  # binaries built while the disk cache is off (the last MEMORY_ENTRIES)
 
     def key(self, src: str) -> str:
         """The cache entry of `src` on this device: a new driver, device or option set gives another one."""
@@ -257,20 +258,24 @@ class CLCompiler(Compiler):
         parts = (str(FORMAT), info.name, info.vendor, info.driver_version, info.version, str(info.c_version))
         return hashlib.sha256("\0".join((*parts, self.options, src)).encode()).hexdigest()[:32]
 
-    def compile(self, src: str) -> bytes:
+    def compile(self, src: str, fresh: bool = False) -> bytes:
+        """The binary of `src`: from the cache, or built now (fresh=True: built now, replacing the cached one)."""
         k = self.key(src)
         if config.DISABLE_COMPILER_CACHE.value:
-            if (binary := self._memory.get(k)) is None:
+            if fresh or (binary := self._memory.get(k)) is None:
                 binary = self._memory[k] = self.build(src)
+                if len(self._memory) > MEMORY_ENTRIES:
+                    del self._memory[next(iter(self._memory))]  # the oldest
             return binary
         folder = pathlib.Path(config.CACHEDIR.value) / "cl"
         path = folder / f"{k}.bin"
-        try:
-            binary = path.read_bytes()
-            os.utime(path)  # recently used: the last to be pruned
-            return binary
-        except OSError:
-            pass
+        if not fresh:
+            try:
+                binary = path.read_bytes()
+                os.utime(path)  # recently used: the last to be pruned
+                return binary
+            except OSError:
+                pass
         binary = self.build(src)
         try:
             write_atomic(path, binary)
@@ -419,11 +424,15 @@ class CLProgram:
         self,
         bufs: list[Any],
         var_vals: dict[str, int],
-        global_size: tuple[int, ...] = (1, 1, 1),
+        global_size: tuple[int, ...] | None = None,
         local_size: tuple[int, ...] | None = None,
         wait: bool = False,
     ) -> float | None:
-        """Launch on `bufs` (by slot) and the Variables' values; the kernel's seconds when waited for, else None."""
+        """Launch on `bufs` (by slot) and the Variables' values; the kernel's seconds when waited for, else None.
+        Sizes not given are the signature's (`global_size`/`local_size` where it has them; else one work-item)."""
+        if global_size is None:
+            global_size = getattr(self.sig, "global_size", None) or (1, 1, 1)
+            local_size = getattr(self.sig, "local_size", None)
         gs, ls = self.launch_sizes(global_size, local_size)
         timed = wait or config.DEBUG.value >= 2
         for i, slot in enumerate(self.slots):
@@ -477,7 +486,11 @@ class CLDevice(Compiled):
     def build(self, lowered: Lowered) -> CLProgram:
         """The program of a lowered kernel: its source built (or its binary found in the cache) and loaded."""
         guarded = bool(getattr(lowered.sig, "guarded", False))
-        return CLProgram(self.ctx, lowered.name, self.compiler.compile(lowered.src), lowered.sig, guarded)
+        compiler: CLCompiler = self.compiler  # type: ignore[assignment]
+        try:
+            return CLProgram(self.ctx, lowered.name, compiler.compile(lowered.src), lowered.sig, guarded)
+        except (cl.CLError, CompileError):  # a cached binary the driver refuses (a foreign or damaged file): rebuilt
+            return CLProgram(self.ctx, lowered.name, compiler.compile(lowered.src, fresh=True), lowered.sig, guarded)
 
     def synchronize(self) -> None:
         """Wait until every command queued on this device has run."""
