@@ -497,8 +497,10 @@ class CLDevice(Compiled):
         cl.check(cl.lib().clFinish(self.ctx.queue), f"clFinish on {self.name}")
 
 
+@functools.cache
 def target_of(info: CLInfo, vector_bytes: int = 0) -> Target:
-    """The optimizer's Target of an OpenCL device (the GPU fields only where this version of Target has them)."""
+    """The optimizer's Target of an OpenCL device (the GPU fields only where this version of Target has them); one
+    per device: every kernel lookup asks for it."""
     fields = {
         "threads": 1,
         "vector_bytes": vector_bytes,
