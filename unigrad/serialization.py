@@ -7,22 +7,25 @@ torch's zip archive: unigrad reads its own files back. A path to a PyTorch check
 through unigrad.nn.state.torch_load, without torch.
 
 load(weights_only=True), torch's default, unpickles only plain containers and values, numpy arrays and unigrad
-tensors: a file from elsewhere cannot run code. weights_only=False unpickles anything (only for trusted files).
+tensors, and the classes and functions the program allowed (torch's `add_safe_globals([...])`, or for a block,
+`with safe_globals([...]):`; a whole saved model loads once its classes are listed): a file from elsewhere cannot run
+other code. weights_only=False unpickles anything (only for trusted files).
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import io
 import os
 import pickle
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from unigrad.tensor import Tensor
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "add_safe_globals", "safe_globals", "get_safe_globals", "clear_safe_globals"]
 
 # what weights_only=True lets a file name: (module, name) of the callables a checkpoint's pickle calls
 _SAFE = {
@@ -45,15 +48,61 @@ _SAFE = {
     ("unigrad.dtype", "_interned"),
 }
 _SAFE_PREFIXES = ("numpy.dtypes",)  # numpy's dtype classes (Float32DType, ...)
+SafeGlobal = Callable[..., Any] | type | tuple[Any, str]
+_allowed: dict[str, Any] = {}  # what the program allowed: "module.qualname" in a file -> the object it names
+
+
+def _allowed_name(entry: SafeGlobal) -> tuple[str, Any]:
+    """("module.qualname", object) of an add_safe_globals entry: an object, or torch's (object, "module.name")."""
+    if isinstance(entry, tuple):
+        if len(entry) != 2 or not isinstance(entry[1], str):
+            raise TypeError(f"add_safe_globals: expected an object or an (object, 'module.name') pair, got {entry!r}")
+        return entry[1], entry[0]
+    module, qualname = getattr(entry, "__module__", None), getattr(entry, "__qualname__", None)
+    if module is None or qualname is None:
+        raise TypeError(f"add_safe_globals: {entry!r} has no module and name to be found by in a file")
+    return f"{module}.{qualname}", entry
+
+
+def add_safe_globals(safe: list[SafeGlobal]) -> None:
+    """Let load(weights_only=True) unpickle these classes and functions (torch's): a model saved whole loads once
+    its module classes are listed. An entry (obj, "module.name") allows the name a file gives to mean obj."""
+    _allowed.update(_allowed_name(entry) for entry in safe)
+
+
+def get_safe_globals() -> list[Any]:
+    """The classes and functions add_safe_globals allowed."""
+    return list(_allowed.values())
+
+
+def clear_safe_globals() -> None:
+    """Forget every add_safe_globals entry."""
+    _allowed.clear()
+
+
+@contextlib.contextmanager
+def safe_globals(safe: list[SafeGlobal]) -> Iterator[None]:
+    """`with safe_globals([...]):` allows these for the loads in the block only (add_safe_globals, undone after)."""
+    saved = dict(_allowed)
+    add_safe_globals(safe)
+    try:
+        yield
+    finally:
+        _allowed.clear()
+        _allowed.update(saved)
 
 
 class _WeightsUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _SAFE or module.startswith(_SAFE_PREFIXES):
             return super().find_class(module, name)
+        if f"{module}.{name}" in _allowed:
+            return _allowed[f"{module}.{name}"]
         raise pickle.UnpicklingError(
-            f"load(weights_only=True): the file calls {module}.{name}, which a checkpoint of tensors, numbers and "
-            "containers never does; pass weights_only=False only if you trust the file"
+            f"load(weights_only=True): the file calls {module}.{name}, which is neither data (tensors, numbers, "
+            f"containers) nor allowed by add_safe_globals / safe_globals; allow it with "
+            f"`with torch.serialization.safe_globals([{name}]):` if the class is yours, or pass weights_only=False "
+            "only if you trust the file"
         )
 
 

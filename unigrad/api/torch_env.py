@@ -16,6 +16,7 @@ torch.finfo / iinfo, the thread count, seeds, determinism switches and torch.com
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 import numpy as np
@@ -204,12 +205,28 @@ def are_deterministic_algorithms_enabled() -> bool:
 
 class autocast:
     """torch.autocast: `autocast(device_type, dtype=None, enabled=True)` as a context manager or decorator.
-    unigrad has no automatic mixed precision: enabled=False (the form code uses to switch it off, or to keep a
-    region in full precision) runs the region as written; enabled=True raises, naming what to do instead, as its
-    results would silently keep float32 where torch gives float16/bfloat16."""
+    unigrad has no automatic mixed precision. Where torch switches autocast off itself (a device_type of "cuda"
+    without CUDA, a CPU dtype other than bfloat16/float16), it warns as torch does and runs the region as written,
+    and so does enabled=False; enabled=True on the CPU with a 16-bit dtype (torch's CPU default is bfloat16) raises,
+    naming what to do instead, as its results would silently keep float32 where torch gives bfloat16/float16."""
 
     def __init__(self, device_type: str = "cpu", dtype: Any = None, enabled: bool = True, cache_enabled: Any = None):
-        if enabled:
+        kind = str(getattr(device_type, "type", device_type)).lower()
+        if kind not in ("cpu", "cuda"):
+            raise RuntimeError(f"autocast: expected device_type 'cpu' or 'cuda', got {device_type!r}")
+        self.device_type, self.enabled = kind, False
+        if not enabled:
+            return
+        if kind == "cuda":
+            warnings.warn("CUDA is not available. Disabling autocast.", UserWarning, stacklevel=2)
+        elif dtype is not None and to_dtype(dtype) not in (dtypes.bfloat16, dtypes.float16):
+            warnings.warn(
+                "In CPU autocast, but the target dtype is not supported. Disabling autocast.\n"
+                "CPU Autocast only supports dtypes of bfloat16, float16 currently.",
+                UserWarning,
+                stacklevel=2,
+            )
+        else:
             raise NotImplementedError(
                 f"autocast({device_type!r}): automatic mixed precision is not implemented in unigrad; run in full "
                 "precision (drop the autocast, or pass enabled=False), or cast the model and inputs yourself "

@@ -24,7 +24,8 @@ The layers live in one module per family (torch.nn's split), and are re-exported
   rnn          RNN, LSTM, GRU and cells      transformer MultiheadAttention, Transformer*
 
 The activation, pooling, padding, resampling and loss modules are thin wrappers over unigrad.nn.functional with
-torch's names and constructor signatures; `nn.functional` and `nn.init` are importable from here.
+torch's names and constructor signatures; `nn.functional` and `nn.init` are importable from here. `nn.modules` holds
+the layers under torch's file names (torch.nn.modules.rnn, .batchnorm, .sparse, ...); `nn.parallel` DataParallel.
 """
 
 from unigrad.nn import functional, init, optim, rnn, state, utils
@@ -60,6 +61,8 @@ from unigrad.nn.rnn import *  # noqa: F403
 from unigrad.nn.transformer import *  # noqa: F403
 from unigrad.nn.vision import *  # noqa: F403
 from unigrad.nn.module import Module, Parameter
+from unigrad.nn import modules, parallel, parameter  # torch.nn.modules.rnn, torch.nn.parallel, ...
+from unigrad.nn.parallel import DataParallel
 
 # every layer's name (each family module's __all__), then the submodules of nn that are part of its interface
 __all__ = ["Module", "Parameter"]
@@ -78,4 +81,5 @@ __all__ += padding.__all__
 __all__ += vision.__all__
 __all__ += loss.__all__
 __all__ += transformer.__all__
-__all__ += ["functional", "init", "optim", "rnn", "state", "utils"]
+__all__ += ["DataParallel"]
+__all__ += ["functional", "init", "optim", "rnn", "state", "utils", "modules", "parallel", "parameter"]

@@ -1,5 +1,10 @@
 """torch.cuda's queries, so `if torch.cuda.is_available():` code takes its CPU branch: unigrad has no CUDA device.
-Seeding and emptying the cache do nothing, as torch's do without CUDA; synchronize raises, as torch's does."""
+Seeding and emptying the cache do nothing, as torch's do without CUDA; synchronize raises, as torch's does.
+`torch.cuda.amp` (GradScaler, autocast) disables itself, as torch's does without CUDA."""
+
+from unigrad.cuda import amp
+
+__all__ = ["is_available", "device_count", "manual_seed", "manual_seed_all", "empty_cache", "synchronize", "amp"]
 
 
 def is_available() -> bool:

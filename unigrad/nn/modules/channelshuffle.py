@@ -1,0 +1,5 @@
+"""torch.nn.modules.channelshuffle: ChannelShuffle (unigrad.nn.vision)."""
+
+from unigrad.nn.vision import ChannelShuffle
+
+__all__ = ["ChannelShuffle"]
