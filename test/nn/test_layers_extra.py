@@ -440,9 +440,6 @@ POOLS = [  # n, input shape, pooling settings
 ]
 
 
-@pytest.mark.xfail(
-    strict=False, reason="regression in this session's issue-30 work (int32 indices / pad rework): fix next session"
-)
 @pytest.mark.parametrize("n,shape,kw", POOLS, ids=[f"{n}d_{i}" for i, (n, _, _) in enumerate(POOLS)])
 def test_max_pool_indices_and_unpool(n, shape, kw):
     x = randn(*shape)

@@ -420,9 +420,6 @@ def test_heuristics_scalar_tile_when_rows_take_no_whole_vector(shape, kernel) ->
     np.testing.assert_allclose(run(ast, bufs, tuple(opts), "CPU"), want.reshape(-1), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.xfail(
-    strict=False, reason="regression in this session's issue-30 work (int32 indices / pad rework): fix next session"
-)
 def test_heuristics_do_not_tile_a_reduction_without_reuse() -> None:
     """A row reduction over a 3-D tensor (layernorm's mean, and its variance reading the mean) has two output axes
     but no load a register tile would reuse: it is reduced along its contiguous rows (split accumulators), not

@@ -196,7 +196,9 @@ def _exp_nonpositive(x: Tensor) -> Tensor:
     rounding of the product (4e-6 at x = -85 in float32). 2^n of an integer is exact; nan stays nan."""
     name = x.dtype.name
     x = (x < EXP_FLOOR[name]).where(EXP_FLOOR[name], x)
-    n = _floor(x * (1 / LN2) + 0.5)
+    y = x * (1 / LN2) + 0.5  # in (EXP_FLOOR/ln2, 0.5]: an int32 holds its floor
+    t = y.cast(dtypes.int32).cast(x.dtype)  # truncation toward 0, as vector code (a TRUNC op is scalar code)
+    n = (y < t).where(t - 1, t)
     r = (x - n * LN2_HI[name]) - n * LN2_LO[name]
     return n.exp2() * (r * (1 / LN2)).exp2()
 

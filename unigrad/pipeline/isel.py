@@ -185,8 +185,8 @@ def reg_param(u: UOp) -> UOp | None:
 class Vectorizer:
     """Unifies k lane copies into one (k,)-shaped op (memoized per tuple of lanes); None where they differ."""
 
-    def __init__(self, can_vector: Callable[[UOp], bool]):
-        self.can_vector = can_vector
+    def __init__(self, can_vector: Callable[[UOp], bool], lanes: Callable[[DType], int]):
+        self.can_vector, self.lanes = can_vector, lanes
         self.memo: dict[tuple[UOp, ...], UOp | None] = {}
 
     def unify(self, lanes: tuple[UOp, ...]) -> UOp | None:
@@ -249,7 +249,9 @@ class Vectorizer:
             return None
         k = len(lanes)
         if (reg := reg_param(first.src[0])) is not None:  # an accumulator: whole, aligned vectors of its slots
-            if base.op is not Ops.CONST or base.arg.value % k or reg.shape[0] % k:
+            # ... of its dtype's one width: the renderer holds it as vectors of one type (an int64 count read as 16
+            # lanes beside a float32 store, and updated as 8, would mix two vector types)
+            if base.op is not Ops.CONST or base.arg.value % k or reg.shape[0] % k or k != self.lanes(reg.dtype):
                 return None
         return UOp(Ops.INDEX, (first.src[0], UOp(Ops.ADD, (base, iota(k)))))
 
@@ -284,7 +286,7 @@ def vectorize(sink: UOp, lanes: Callable[[DType], int], can_vector: Callable[[UO
     topo = sink.toposort()
     if any(u.op is Ops.LOAD and len(u.src) == 3 for u in topo):
         return sink  # gated loads (padding) stay scalar lanes beside vectors: measured slower (conv 2.5x)
-    v = Vectorizer(can_vector)
+    v = Vectorizer(can_vector, lanes)
     memo: dict[UOp, UOp] = {}
     for u in topo:
         src = tuple(memo[s] for s in u.src)

@@ -387,6 +387,16 @@ def _const_value(x: UOp) -> float | None:
     return float(x.value) if x.op is Ops.CONST and not isinstance(x.value, bool) else None
 
 
+def cheap_exponent(e: float) -> bool:
+    """A constant exponent that pow_ computes with multiplies or a square root (no EXP2/LOG2)."""
+    return e == 0 or abs(e) == 0.5 or (e.is_integer() and abs(e) <= 64)
+
+
+def is_cheap_pow(u: UOp) -> bool:
+    """A float POW by a constant cheap_exponent: arithmetic, not a transcendental, for a cost model."""
+    return u.op is Ops.POW and u.dtype.is_float and (e := _const_value(u.src[1])) is not None and cheap_exponent(e)
+
+
 def _pow_const_exponent(a: UOp, e: float) -> UOp | None:
     """a^e for a constant e that torch computes without pow(): x^0 = 1 (nan too), x^(+-0.5) = sqrt(x) or
     1/sqrt(x) (sqrt(-0) = -0: (-0)^-0.5 = -inf, as torch), an integer |e| <= 64 by repeated squaring (a few
@@ -396,7 +406,7 @@ def _pow_const_exponent(a: UOp, e: float) -> UOp | None:
     if abs(e) == 0.5:
         s = UOp(Ops.SQRT, (a,))
         return s if e > 0 else recip(s)
-    if not e.is_integer() or abs(e) > 64:
+    if not cheap_exponent(e):
         return None
     n, out, base = int(abs(e)), None, a
     while n:

@@ -31,6 +31,7 @@ from unigrad.ir.args import AxisType
 from unigrad.ir.ops import TRANSCENDENTAL_OPS, GroupOp, Ops
 from unigrad.ir.symbolic import split_terms
 from unigrad.ir.uop import UOp
+from unigrad.pipeline.decomp.transcendental import is_cheap_pow
 from unigrad.pipeline.expand import chain_tops, end_chain
 from unigrad.pipeline.optimize.opts import Opt, OptOps, Target, axes, bound
 
@@ -230,7 +231,7 @@ def _reduce_rows(
     if not outputs or lanes < 2 or SPLIT_ACC % lanes or SPLIT_ACC // lanes < 2:
         return None
     topo = sink.toposort()
-    if any(u.op in GroupOp.Transcendental for u in topo):
+    if any(_costly(u) for u in topo):
         return None  # a compute-bound body (softmax's sum of exp) ran 2% slower in rows than along one row
     if size_of(reduce) // lanes > MAX_CHAIN and any(u.op is Ops.REDUCE and u.arg.op is not Ops.MAX for u in topo):
         return None  # a long sum keeps SPLIT_ACC accumulators per row: fewer, each adds more, and rounds more
@@ -264,6 +265,11 @@ def _column_lanes(
     return next((k * lanes for k in COLUMN_VECTORS if size % (k * lanes) == 0 and size > k * lanes), None)
 
 
+def _costly(u: UOp) -> bool:
+    """A transcendental op (a decomposition of tens of ops); x**2 and the like are a multiply or two."""
+    return u.op in GroupOp.Transcendental and not is_cheap_pow(u)
+
+
 def _gated(sink: UOp) -> bool:
     """The kernel has a gated load (a LOAD with an alternative value and a gate: padding)."""
     return any(u.op is Ops.LOAD and len(u.src) == 3 for u in sink.toposort())
@@ -271,7 +277,7 @@ def _gated(sink: UOp) -> bool:
 
 def _scalar_copies(sink: UOp) -> int:
     """Accumulators (a power of two up to SPLIT_ACC) whose scalar copies of the body stay under SCALAR_BODY."""
-    body = sum(TRANSCENDENTAL_OPS if u.op in GroupOp.Transcendental else 1 for u in sink.toposort())
+    body = sum(TRANSCENDENTAL_OPS if _costly(u) else 1 for u in sink.toposort())
     acc = SPLIT_ACC
     while acc > 1 and body * acc > SCALAR_BODY:
         acc //= 2
