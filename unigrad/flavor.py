@@ -14,6 +14,11 @@ environment variable FLAVOR sets the start value.
 | gradients of unmarked tensors     | backward() fills .grad of every leaf it | only tensors with requires_grad=True    |
 |                                   | reaches not marked requires_grad=False  | (and a module's parameters)             |
 | negative sizes in creation        | ValueError                              | RuntimeError                            |
+| a layer's parameters              | undecided: requires_grad None (read as  | requires_grad=True from birth, as       |
+|                                   | True) until an optimizer or backward()  | nn.Parameter                            |
+|                                   | reaching them turns them on             |                                         |
+| which tensor attributes of an     | every float leaf not marked             | only nn.Parameter and register_buffer;  |
+| nn.Module are its state           | requires_grad=False (attribute walk)    | other tensors are plain attributes      |
 | optimizer.step() outside training | refused (Tensor.training must be set:   | steps (torch has no global train mode)  |
 |                                   | Tensor.train(), Context(TRAINING=1))    |                                         |
 | reshape to another size, repeat   | ValueError                              | RuntimeError                            |
@@ -49,6 +54,14 @@ class Flavor:
     int_acc_unsigned: DType
     # backward() fills .grad of tensors the user never marked (requires_grad None) that its graph reads
     grad_unmarked_leaves: bool
+    # a parameter (a layer's weight, a tensor assigned to a module's parameter name) made without requires_grad
+    # requires grad from birth, as torch's nn.Parameter; tinygrad's layers leave it None (undecided, read as True)
+    # until an optimizer takes it or a backward() reaches it
+    parameters_require_grad: bool
+    # an nn.Module's float leaf tensor attribute not marked requires_grad=False is a parameter (others buffers), as
+    # tinygrad's attribute walk finds state; torch registers only nn.Parameter (and register_buffer): `self.mask = m`
+    # is a plain attribute, in neither parameters() nor state_dict()
+    attribute_parameters: bool
     # exception type for a negative size in a creation function (zeros(-3), empty, rand, eye, full, ...)
     negative_size_error: type[Exception]
     # an optimizer's step()/schedule_step() refuses to run unless Tensor.training is set (tinygrad's assert: a step
@@ -71,6 +84,8 @@ TINYGRAD = Flavor(
     int_acc_signed=dtypes.int32,
     int_acc_unsigned=dtypes.uint32,
     grad_unmarked_leaves=True,
+    parameters_require_grad=False,
+    attribute_parameters=True,
     negative_size_error=ValueError,
     step_needs_training=True,
     shape_arg_error=ValueError,
@@ -84,6 +99,8 @@ TORCH = Flavor(
     int_acc_signed=dtypes.int64,
     int_acc_unsigned=dtypes.int64,
     grad_unmarked_leaves=False,
+    parameters_require_grad=True,
+    attribute_parameters=False,
     negative_size_error=RuntimeError,
     step_needs_training=False,
     shape_arg_error=RuntimeError,

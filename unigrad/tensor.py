@@ -149,10 +149,11 @@ def _torch_name(dt: DType) -> str:
 # leaves with requires_grad=True, by id (a WeakSet would compare tensors with ==, which builds a Tensor);
 # held weakly: backward() fills their .grad
 _leaves: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
-# module parameters still undecided (requires_grad None), by id: unigrad.nn.Module registers them. A backward()
-# from a tensor that requires no grad turns on those its graph reads, as an optimizer would (torch's parameters
-# require grad from the start: `loss.backward()` before any optimizer exists fills their .grad)
-_undecided: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+# parameters, by id: `nn.Parameter(t)`, a layer's weights, a tensor under a module's parameter name (unigrad.nn.Module
+# marks them; `isinstance(t, nn.Parameter)` reads the mark). In the torch flavor they require grad from birth; in
+# tinygrad's a float one made without requires_grad stays undecided (None, read as True) until an optimizer or a
+# backward() whose graph reads it turns it on (flavor.parameters_require_grad)
+_params: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 # tensors the user made (constructor, factories) in tinygrad's flavor without saying requires_grad, by id: a backward()
 # whose graph reads one fills its .grad (tinygrad computes gradients for everything not marked requires_grad=False)
 _unmarked: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
@@ -190,14 +191,26 @@ def _run_hooks(fns: list[Callable[[Tensor], Tensor | None]], device: Any, g: UOp
     return g
 
 
-def _rebuild(values: np.ndarray, dtype: DType, device: str | tuple[str, ...], axis: int | None, grad: bool) -> Tensor:
-    """An unpickled tensor (Tensor.__reduce__): its values in a buffer of its own."""
+def _rebuild(
+    values: np.ndarray,
+    dtype: DType,
+    device: str | tuple[str, ...],
+    axis: int | None,
+    grad: bool | None,
+    param: bool = False,
+) -> Tensor:
+    """An unpickled tensor (Tensor.__reduce__): its values in a buffer of its own, its requires_grad (None: an
+    undecided parameter) and its parameter mark."""
     if isinstance(device, tuple):
         t = Tensor(values, dtype=dtype).shard(device, axis)
     else:
         t = Tensor(values, dtype=dtype, device=device)
     t.realize()
-    return t.requires_grad_() if grad else t
+    if grad is not None and (grad or param):
+        t.requires_grad = grad
+    if param:
+        t._mark_parameter()
+    return t
 
 
 def _is_buffer_view(u: UOp) -> bool:
@@ -747,7 +760,9 @@ class Tensor(
         multi = isinstance(self.device, tuple)
         axis = self.uop.axis if multi else None
         dev = tuple(str(d) for d in self.device) if multi else str(self.device)  # plain names: any loader reads them
-        return _rebuild, (self.numpy(), self.dtype, dev, axis, bool(self._requires_grad))
+        param = self._is_parameter
+        grad = self._requires_grad if param else bool(self._requires_grad)
+        return _rebuild, (self.numpy(), self.dtype, dev, axis, grad, param)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
         """copy.deepcopy(t): the values copied now into a buffer of its own; requires_grad kept and .grad
@@ -775,10 +790,12 @@ class Tensor(
             Tensor.realize(*fresh)
         for t in ts:
             clone = memo[id(t)]
-            if t.requires_grad is not None and clone.requires_grad is None:
-                clone.requires_grad = t.requires_grad
+            if t._requires_grad is not None and clone._requires_grad is None:
+                clone.requires_grad = t._requires_grad
                 if t.grad is not None:
                     clone.grad = copy.deepcopy(t.grad, memo)
+            if t._is_parameter:  # a parameter's copy is one (an undecided one stays undecided)
+                clone._mark_parameter()
         return [memo[id(t)] for t in ts]
 
     def _new(self, u: UOp, *others: Tensor) -> Tensor:
@@ -1100,10 +1117,10 @@ class Tensor(
     @property
     def requires_grad(self) -> bool | None:
         """True for a leaf the user marked and for every float result built from one (outside no_grad), and for a
-        module's parameter not decided yet (torch's parameters require grad; unigrad's track nothing until an
-        optimizer or a backward() turns them on, so a forward pass builds no autograd state)."""
+        parameter not decided yet (tinygrad's flavor: a layer's parameter tracks nothing until an optimizer or a
+        backward() turns it on; see _params)."""
         v = self._requires_grad
-        if v is None and _undecided and _undecided.get(id(self)) is self:
+        if v is None and _params and _params.get(id(self)) is self:
             return True
         return v
 
@@ -1122,7 +1139,6 @@ class Tensor(
                 )
             del _leaves[id(self)]
         if value is not None:
-            _undecided.pop(id(self), None)  # decided
             _unmarked.pop(id(self), None)
         self._requires_grad = value
 
@@ -1141,9 +1157,16 @@ class Tensor(
         self.requires_grad = bool(value)
 
     def _mark_parameter(self) -> None:
-        """A module's parameter: while its requires_grad is None, a backward() reaching it may turn it on."""
-        if self._requires_grad is None:
-            _undecided[id(self)] = self
+        """Mark this tensor a parameter (nn.Parameter, a layer's weight). A float one whose requires_grad is None
+        requires grad from now on in the torch flavor; in tinygrad's it stays undecided (see _params)."""
+        _params[id(self)] = self
+        if self._requires_grad is None and self.dtype.is_float and flavor.current().parameters_require_grad:
+            self.requires_grad = True
+
+    @property
+    def _is_parameter(self) -> bool:
+        """Marked a parameter by _mark_parameter (what `isinstance(t, nn.Parameter)` tests in the torch flavor)."""
+        return _params.get(id(self)) is self
 
     @property
     def is_leaf(self) -> bool:
@@ -1283,7 +1306,7 @@ class Tensor(
         requires_grad (tinygrad's backward); whether there were any. A tensor that turning on realizes into its own
         buffer is replaced by that buffer in this graph, so the gradient reaches it. The ids of those not from a
         module go into `lone` (an input batch's .grad should not be computed with the parameters' gradients)."""
-        pool = list(_undecided.values())
+        pool = [t for t in _params.values() if t._requires_grad is None]
         if unmarked:  # made by the constructor, or by a factory (randn, arange): then among the results of ops
             pool += [*_unmarked.values(), *_live_made(keep_realized=True)]
         if not pool or not self.dtype.is_float:
@@ -1305,7 +1328,7 @@ class Tensor(
             ]
         moved: dict[UOp, UOp] = {}
         for t in found:
-            if lone is not None and _undecided.get(id(t)) is not t:
+            if lone is not None and _params.get(id(t)) is not t:
                 lone.add(id(t))
             before = t.uop
             t.requires_grad = True

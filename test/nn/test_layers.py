@@ -425,6 +425,5 @@ def test_state_dict_keys_and_shapes_equal_torch(case):
 
 def test_parameters_and_buffers_requires_grad():
     bn = nn.BatchNorm2d(3)
-    assert bn.weight.requires_grad is True and bn.bias.requires_grad is True  # as torch (tracked once an optimizer
-    assert bn.weight._requires_grad is None  # or a backward() turns it on: a forward pass builds no autograd state)
+    assert bn.weight._requires_grad is True and bn.bias._requires_grad is True  # from birth, as torch's
     assert bn.running_mean.requires_grad is False and bn.num_batches_tracked.requires_grad is False

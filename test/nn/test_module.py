@@ -124,7 +124,7 @@ def test_buffers_registered_and_non_persistent():
             self.lin = nn.Linear(2, 2)
             self.register_buffer("steps", Tensor.zeros(1).contiguous())  # float, yet a buffer: registered
             self.register_buffer("cache", Tensor.ones(2).contiguous(), persistent=False)
-            self.frozen = Tensor([1.0, 2.0], requires_grad=False)  # requires_grad False: a buffer
+            self.register_buffer("frozen", Tensor([1.0, 2.0], requires_grad=False))
 
     m = Net()
     assert [k for k, _ in m.named_parameters()] == ["lin.weight", "lin.bias"]
@@ -149,8 +149,11 @@ def test_parameter_helper_and_register_parameter():
     frozen = nn.Parameter(Tensor.randn(3), requires_grad=False)
     assert frozen.requires_grad is False
     assert isinstance(p, nn.Parameter) and isinstance(nn.Linear(2, 2).weight, nn.Parameter)
-    assert not isinstance(frozen, nn.Parameter) and not isinstance(p * 2, nn.Parameter)
+    assert isinstance(frozen, nn.Parameter) and not isinstance(p * 2, nn.Parameter)  # frozen: still one, as torch
     assert not isinstance(nn.BatchNorm1d(2).running_mean, nn.Parameter) and not isinstance(1.0, nn.Parameter)
+    assert not isinstance(Tensor.randn(3), nn.Parameter) and not isinstance(
+        Tensor.randn(3).requires_grad_(), nn.Parameter
+    )
     m = nn.Module()
     m.register_parameter("scale", p)
     m.add_module("inner", nn.Linear(3, 1))
@@ -699,7 +702,7 @@ def test_backward_without_optimizer_fills_parameter_grads(realized):
     tmod = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Tanh(), torch.nn.Linear(4, 3))
     ours = nn.Sequential(nn.Linear(5, 4), nn.Tanh(), nn.Linear(4, 3))
     ours.load_state_dict({k: Tensor(v.detach().numpy().copy()) for k, v in tmod.state_dict().items()})
-    assert all(p.requires_grad and p._requires_grad is None for p in ours.parameters())  # undecided: reads True
+    assert all(p._requires_grad is True for p in ours.parameters())  # the torch flavor: on from birth
     assert sum(p.numel() for p in ours.parameters() if p.requires_grad) == 5 * 4 + 4 + 4 * 3 + 3  # torch's count
     if realized:
         Tensor.realize(*ours.parameters())
@@ -708,7 +711,7 @@ def test_backward_without_optimizer_fills_parameter_grads(realized):
     xn = randn(7, 5)
     x = Tensor(xn)
     loss = ours(x).square().mean()
-    assert loss.requires_grad is None  # nothing required grad when it was built
+    assert loss.requires_grad is True and loss.item() > 0  # read before backward(), as torch
     loss.backward()
     tmod(torch.from_numpy(xn)).square().mean().backward()
     compare_grads(ours, tmod)

@@ -286,7 +286,7 @@ def test_init_is_uniform_within_one_over_sqrt_hidden():
     for layer in layers:
         params = dict(layer.named_parameters())
         Tensor.realize(*params.values())
-        assert all(p.requires_grad and p._requires_grad is None for p in params.values())  # undecided, as every layer's
+        assert all(p._requires_grad is True for p in params.values())  # the torch flavor: on from birth
         for name, p in params.items():
             assert np.abs(p.numpy()).max() <= bound and p.numpy().std() > 0.3 * bound, name
         values = np.concatenate([p.numpy().ravel() for p in params.values()])  # U(-b, b): mean 0, std b/sqrt(3)

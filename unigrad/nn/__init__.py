@@ -7,10 +7,11 @@ bias, running_mean, ...) and their layouts PyTorch's: Linear's weight is (out, i
 defaults. Train-time behaviour (batch statistics, dropout) follows each module's `training` flag, which follows
 the class-wide `Tensor.training` (tinygrad's switch) until `.train()` / `.eval()` set it.
 
-Parameters start undecided: they read requires_grad True (torch's), but track nothing until an optimizer (as
-tinygrad's) or the first backward() that reaches them turns them on; buffers (running statistics) have
-requires_grad False. Constant-initialized tensors get their own buffer (copied in), so two layers never share one:
-hash-consing would make two lazy Tensor.ones(n) the same node.
+A layer's parameters are marked so (`isinstance(w, nn.Parameter)`); under the torch facade they require grad from
+birth, in tinygrad's flavor they start undecided: they read requires_grad True but track nothing until an optimizer
+(as tinygrad's) or the first backward() that reaches them turns them on (unigrad/flavor.py); buffers (running
+statistics) are registered, with requires_grad False. Constant-initialized tensors get their own buffer (copied in),
+so two layers never share one: hash-consing would make two lazy Tensor.ones(n) the same node.
 
 The layers live in one module per family (torch.nn's split), and are re-exported here:
 

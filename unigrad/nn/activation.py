@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from unigrad.nn import functional as F
 from unigrad.nn._helpers import _filled
-from unigrad.nn.module import Module
+from unigrad.nn.module import Module, parameter
 from unigrad.tensor import Tensor
 
 __all__ = [
@@ -237,7 +237,7 @@ class PReLU(Module):
     def __init__(self, num_parameters: int = 1, init: float = 0.25):
         super().__init__()
         self.num_parameters = num_parameters
-        self.weight = _filled(num_parameters, init)
+        self.weight = parameter(_filled(num_parameters, init))
 
     def forward(self, x: Tensor) -> Tensor:
         return F.prelu(x, self.weight)

@@ -12,7 +12,7 @@ from typing import Any
 
 from unigrad.nn import functional as F
 from unigrad.nn._helpers import _ntuple, _uniform_bound
-from unigrad.nn.module import Module
+from unigrad.nn.module import Module, parameter
 from unigrad.tensor import Tensor
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
@@ -71,8 +71,8 @@ class _ConvNd(Module):
         self.groups, self.padding_mode = groups, padding_mode
         shape = (out_channels, in_channels // groups, *self.kernel_size)
         fan_in = _fan_in(shape)
-        self.weight = Tensor.kaiming_uniform(*shape, a=math.sqrt(5))
-        self.bias = _uniform_bound((out_channels,), 1 / math.sqrt(fan_in)) if bias else None
+        self.weight = parameter(Tensor.kaiming_uniform(*shape, a=math.sqrt(5)))
+        self.bias = parameter(_uniform_bound((out_channels,), 1 / math.sqrt(fan_in))) if bias else None
 
     def extra_repr(self) -> str:
         return _conv_repr(self)
@@ -147,8 +147,8 @@ class _ConvTransposeNd(Module):
         self.groups, self.padding_mode = groups, padding_mode
         shape = (in_channels, out_channels // groups, *self.kernel_size)
         fan_in = _fan_in(shape)  # torch computes it from the weight as laid out: C_out/groups * prod(k)
-        self.weight = Tensor.kaiming_uniform(*shape, a=math.sqrt(5))
-        self.bias = _uniform_bound((out_channels,), 1 / math.sqrt(fan_in)) if bias else None
+        self.weight = parameter(Tensor.kaiming_uniform(*shape, a=math.sqrt(5)))
+        self.bias = parameter(_uniform_bound((out_channels,), 1 / math.sqrt(fan_in))) if bias else None
 
     def _output_padding(self, x: Tensor, output_size: Sequence[int] | None) -> tuple[int, ...]:
         """output_padding, or the one that makes the output output_size: each size must lie in [smallest,

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from unigrad.nn import functional as F
-from unigrad.nn.module import Module
+from unigrad.nn.module import Module, parameter
 from unigrad.tensor import Tensor
 
 __all__ = ["Embedding", "EmbeddingBag"]
@@ -25,7 +25,7 @@ class Embedding(Module):
         if padding_idx is not None:
             keep = Tensor.arange(num_embeddings).reshape(-1, 1) != padding_idx
             weight = keep.where(weight, 0.0)
-        self.weight = weight
+        self.weight = parameter(weight)
 
     def forward(self, idx: Tensor) -> Tensor:
         if idx.dtype.is_float or idx.dtype.is_bool:
@@ -75,12 +75,12 @@ class EmbeddingBag(Module):
                 raise ValueError(
                     f"EmbeddingBag: _weight must have shape ({num_embeddings}, {embedding_dim}), got {_weight.shape}"
                 )
-            self.weight = _weight
+            self.weight = parameter(_weight)
             return
         weight = Tensor.randn(num_embeddings, embedding_dim)
         if padding_idx is not None:
             weight = (Tensor.arange(num_embeddings).reshape(-1, 1) != padding_idx).where(weight, 0.0)
-        self.weight = weight
+        self.weight = parameter(weight)
 
     def forward(self, input: Tensor, offsets: Tensor | None = None, per_sample_weights: Tensor | None = None) -> Tensor:
         return F.embedding_bag(

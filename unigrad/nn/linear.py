@@ -8,7 +8,7 @@ from typing import Any
 
 from unigrad.nn import functional as F
 from unigrad.nn._helpers import _uniform_bound
-from unigrad.nn.module import Module
+from unigrad.nn.module import Module, parameter
 from unigrad.tensor import Tensor
 
 __all__ = ["Linear", "Bilinear", "Identity"]
@@ -21,8 +21,8 @@ class Linear(Module):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
         bound = 1 / math.sqrt(in_features) if in_features else 0.0
-        self.weight = Tensor.kaiming_uniform(out_features, in_features, a=math.sqrt(5))
-        self.bias = _uniform_bound((out_features,), bound) if bias else None
+        self.weight = parameter(Tensor.kaiming_uniform(out_features, in_features, a=math.sqrt(5)))
+        self.bias = parameter(_uniform_bound((out_features,), bound)) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
         return x.linear(self.weight.T, self.bias)
@@ -39,8 +39,8 @@ class Bilinear(Module):
         super().__init__()
         self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
         bound = 1 / math.sqrt(in1_features) if in1_features else 0.0
-        self.weight = _uniform_bound((out_features, in1_features, in2_features), bound)
-        self.bias = _uniform_bound((out_features,), bound) if bias else None
+        self.weight = parameter(_uniform_bound((out_features, in1_features, in2_features), bound))
+        self.bias = parameter(_uniform_bound((out_features,), bound)) if bias else None
 
     def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
         return F.bilinear(input1, input2, self.weight, self.bias)

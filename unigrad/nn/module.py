@@ -7,24 +7,26 @@ names as `Module.state_dict()`, and those names are PyTorch's (`0.weight` inside
 Layers written tinygrad-style (plain objects holding layers, found by get_parameters) keep working.
 
 What a module owns, and how each tensor is classified:
-- a tensor attribute is a *buffer* when it was registered with `register_buffer`, or when, the first time the
-  name was assigned, its requires_grad was False, its dtype not float or it was not a leaf (a result computed
-  from tensors that require grad); otherwise it is a *parameter*.
+- a tensor attribute is a *parameter* when it is one (`Parameter(t)`, a layer's weight: marked, see below) or was
+  registered with `register_parameter`, and a *buffer* when registered with `register_buffer`.
+- any other tensor attribute follows the flavor (flavor.attribute_parameters). tinygrad's: the attribute walk
+  finds state, so it is a buffer when, the first time the name was assigned, its requires_grad was False, its
+  dtype not float or it was not a leaf (a result computed from tensors that require grad), else a parameter.
+  torch's: it is a plain attribute (`self.src_mask = mask`), in neither parameters() nor state_dict().
   The classification sticks to the name: `requires_grad_(False)` freezes a parameter without making it a
   buffer, and assigning a new tensor to the name keeps its kind, as torch.
 - a Module attribute is a child; lists, tuples, dicts and plain objects held in attributes are walked as
-  nn.state walks them (a list of layers is `layers.0`, `layers.1`, ...), their tensors classified by
-  requires_grad and their modules taken as children under the dotted name.
+  nn.state walks them (a list of layers is `layers.0`, `layers.1`, ...), their modules taken as children under
+  the dotted name and their tensors classified as above (in the torch flavor only Parameters among them count).
 - names starting with `_` are bookkeeping, never state (nn.state skips them too).
 
-`Parameter(t)` returns `t` itself with requires_grad set (Tensor is not subclassed); `isinstance(x, Parameter)`
-is True for a float leaf tensor whose requires_grad is not False. `copy.deepcopy(module)` copies every parameter
-and buffer into a buffer of its own (keeping ties between them).
-
-Parameters are undecided until an optimizer turns them on (or `Parameter(t)` / `requires_grad_()` do): they
-read `requires_grad` True, as torch's, but track nothing, so a forward pass outside training builds no autograd
-state (its results read requires_grad None). A `backward()` from such a result turns on the parameters its
-graph reads, so `loss.backward()` before any optimizer exists fills their .grad.
+`Parameter(t)` returns `t` itself, marked a parameter, with requires_grad set (Tensor is not subclassed);
+`isinstance(x, Parameter)` tests the mark (in tinygrad's flavor, also any float leaf whose requires_grad is not
+False). A layer marks its own weights with `parameter(t)`, which leaves requires_grad to the flavor
+(flavor.parameters_require_grad): torch's parameters require grad from birth; tinygrad's start undecided, reading
+`requires_grad` True but tracking nothing until an optimizer turns them on or a `backward()` whose graph reads them
+does (so `loss.backward()` before any optimizer exists fills their .grad). `copy.deepcopy(module)` copies every
+parameter and buffer into a buffer of its own (keeping ties between them and the parameter marks).
 
 Train mode: each module has a `training` flag. A module whose mode was never set follows the class-wide
 `Tensor.training` (tinygrad's switch); after `.train()` / `.eval()` (which set the whole subtree) its own
@@ -39,30 +41,44 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from unigrad import flavor
 from unigrad.dtype import DType, dtypes
 from unigrad.helpers import RemovableHandle
 from unigrad.nn import state as nn_state
 from unigrad.tensor import Tensor, no_grad
 
-__all__ = ["Module", "Parameter", "RemovableHandle"]
+__all__ = ["Module", "Parameter", "RemovableHandle", "parameter"]
 
 
 class _ParameterMeta(type):
     def __instancecheck__(cls, obj: object) -> bool:
-        """isinstance(t, Parameter): a float leaf tensor that may be trained (requires_grad True, or None as
-        unigrad's layers start their parameters). There is no Parameter type: this is the closest test."""
-        return isinstance(obj, Tensor) and obj.requires_grad is not False and obj.is_leaf and obj.dtype.is_float
+        """isinstance(t, Parameter): a tensor marked a parameter (Parameter(t), a layer's weight, a tensor under a
+        module's parameter name); in tinygrad's flavor also any float leaf that may be trained (the attribute walk's
+        test). There is no Parameter type: the mark stands for it."""
+        if not isinstance(obj, Tensor):
+            return False
+        return obj._is_parameter or (flavor.current().attribute_parameters and _trainable(obj))
 
 
 class Parameter(metaclass=_ParameterMeta):
     """torch.nn.Parameter without a subclass of Tensor: `Parameter(t)` returns `t` itself (an empty tensor for
-    None) with requires_grad set. A module attribute holding it is a parameter (see the module docstring)."""
+    None), marked a parameter, with requires_grad set. A module attribute holding it is a parameter (see the module
+    docstring)."""
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Tensor:  # type: ignore[misc]
         t = Tensor.empty(0) if data is None else data
         if not isinstance(t, Tensor):
             raise TypeError(f"Parameter: expected a Tensor, got {type(t).__name__}")
-        return t.requires_grad_(requires_grad)
+        t.requires_grad_(requires_grad)
+        t._mark_parameter()
+        return t
+
+
+def parameter(t: Tensor) -> Tensor:
+    """A layer's own parameter: `t` marked one, its requires_grad as the flavor gives a new parameter (torch's: True
+    from birth; tinygrad's: undecided until an optimizer or a backward() turns it on). Returns `t`."""
+    t._mark_parameter()
+    return t
 
 
 def _trainable(t: Tensor) -> bool:
@@ -76,9 +92,11 @@ def _collect(
     value: Any, name: str, tensors: list[tuple[str, Tensor]], modules: list[tuple[str, Module]], path: set[int]
 ) -> None:
     """The tensors and modules inside an attribute that is neither (a list, a dict, a plain object), found as
-    nn.state's walk finds them: the walk stops at each module (its own members are its business)."""
+    nn.state's walk finds them: the walk stops at each module (its own members are its business). In the torch
+    flavor only Parameters among the tensors are state."""
     if isinstance(value, Tensor):
-        tensors.append((name, value))
+        if value._is_parameter or flavor.current().attribute_parameters:
+            tensors.append((name, value))
         return
     if isinstance(value, Module):
         modules.append((name, value))
@@ -129,7 +147,10 @@ class Module:
             params, buffers = self._names("_param_names"), self._names("_buffer_names")
             if isinstance(value, Tensor):
                 if name not in params and name not in buffers:
-                    (params if _trainable(value) else buffers).add(name)
+                    if value._is_parameter:
+                        params.add(name)
+                    elif flavor.current().attribute_parameters:  # tinygrad: the attribute walk finds state
+                        (params if _trainable(value) else buffers).add(name)
                 if name in params:
                     value._mark_parameter()
             elif value is not None:  # a module or a plain value: no longer a tensor slot (None keeps it, as torch)
@@ -193,17 +214,27 @@ class Module:
         params, buffers = self._names("_param_names"), self._names("_buffer_names")
         tensors: list[tuple[str, Tensor, bool]] = []
         children: list[tuple[str, Module]] = []
+        walk = flavor.current().attribute_parameters
         for name, value in nn_state._attributes(self).items():
             if isinstance(value, Tensor):
-                is_buffer = name in buffers or (name not in params and not _trainable(value))
-                tensors.append((name, value, is_buffer))
+                if name in buffers or name in params or value._is_parameter:
+                    tensors.append((name, value, name in buffers))
+                elif walk:
+                    tensors.append((name, value, not _trainable(value)))
             elif isinstance(value, Module):
                 children.append((name, value))
             else:
                 inner: list[tuple[str, Tensor]] = []
                 _collect(value, name, inner, children, {id(self)})
-                tensors.extend((k, t, not _trainable(t)) for k, t in inner)
+                tensors.extend((k, t, not (t._is_parameter or _trainable(t))) for k, t in inner)
         return tensors, children
+
+    def _state_items(self) -> list[tuple[str, Any]]:
+        """The attributes nn.state's walk goes into (nn.state.members): all public ones but tensors that are not
+        state (the torch flavor's plain tensor attributes: `self.src_mask = mask`), so get_state_dict(module) and
+        get_parameters(module) see what state_dict() and parameters() see."""
+        state = {id(t) for _, t, _ in self._members()[0]}
+        return [(k, v) for k, v in nn_state._attributes(self).items() if not isinstance(v, Tensor) or id(v) in state]
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
         seen: set[int] = set()
@@ -292,7 +323,7 @@ class Module:
         shape mismatches, and for missing or unexpected keys when strict. Returns (missing_keys,
         unexpected_keys)."""
         if not any(m._names("_non_persistent") for m in self.modules()):
-            return nn_state.load_state_dict(self, state_dict, strict=strict)
+            return nn_state.load_state_dict(self, state_dict, strict=strict)  # the walk sees only state (_state_items)
         # non-persistent buffers are not state: load into a mapping of the keys that are (named as this class,
         # so that errors name the module)
         view = type(self._get_name(), (dict,), {})(self.state_dict())
@@ -359,8 +390,8 @@ class Module:
         object.__setattr__(self, name, tensor)
 
     def register_parameter(self, name: str, param: Tensor | None) -> None:
-        """A tensor attribute that is trained (its requires_grad is left as it is: an undecided one, None, reads True
-        and is turned on by an optimizer or a backward(), as for every unigrad layer)."""
+        """A tensor attribute that is trained, marked a parameter (a requires_grad of None is the flavor's: True in
+        torch's, undecided in tinygrad's until an optimizer or a backward() turns it on, as for every layer)."""
         _check_name(self, name, "parameter")
         if param is not None and not isinstance(param, Tensor):
             raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' (Tensor or None)")

@@ -13,7 +13,7 @@ from typing import Any
 from unigrad.dtype import DType, dtypes
 from unigrad.nn import functional as F
 from unigrad.nn._helpers import _filled, _ntuple
-from unigrad.nn.module import Module
+from unigrad.nn.module import Module, parameter
 from unigrad.tensor import Tensor
 
 __all__ = [
@@ -63,11 +63,11 @@ def _init_channel_norm(
     Module.__init__(m)
     m.num_features, m.eps, m.momentum = num_features, eps, momentum
     m.affine, m.track_running_stats = affine, track_running_stats
-    m.weight = _filled(num_features, 1.0) if affine else None
-    m.bias = _filled(num_features, 0.0) if affine and bias else None
-    m.running_mean = _buffer(num_features, 0.0) if track_running_stats else None
-    m.running_var = _buffer(num_features, 1.0) if track_running_stats else None
-    m.num_batches_tracked = _buffer((), 0, dtypes.int64) if track_running_stats else None
+    m.weight = parameter(_filled(num_features, 1.0)) if affine else None
+    m.bias = parameter(_filled(num_features, 0.0)) if affine and bias else None
+    m.register_buffer("running_mean", _buffer(num_features, 0.0) if track_running_stats else None)
+    m.register_buffer("running_var", _buffer(num_features, 1.0) if track_running_stats else None)
+    m.register_buffer("num_batches_tracked", _buffer((), 0, dtypes.int64) if track_running_stats else None)
 
 
 def _channel_norm_repr(m: Any) -> str:
@@ -174,8 +174,8 @@ class LayerNorm(Module):
         super().__init__()
         self.normalized_shape = _ntuple(normalized_shape, 1)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        self.weight = _filled(self.normalized_shape, 1.0) if elementwise_affine else None
-        self.bias = _filled(self.normalized_shape, 0.0) if elementwise_affine and bias else None
+        self.weight = parameter(_filled(self.normalized_shape, 1.0)) if elementwise_affine else None
+        self.bias = parameter(_filled(self.normalized_shape, 0.0)) if elementwise_affine and bias else None
 
     def forward(self, x: Tensor) -> Tensor:
         n = len(self.normalized_shape)
@@ -213,7 +213,7 @@ class RMSNorm(Module):
         super().__init__()
         self.normalized_shape = _ntuple(normalized_shape, 1)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        self.weight = _filled(self.normalized_shape, 1.0) if elementwise_affine else None
+        self.weight = parameter(_filled(self.normalized_shape, 1.0)) if elementwise_affine else None
 
     def extra_repr(self) -> str:
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
@@ -238,8 +238,8 @@ class GroupNorm(Module):
         if num_channels % num_groups:
             raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        self.weight = _filled(num_channels, 1.0) if affine else None
-        self.bias = _filled(num_channels, 0.0) if affine and bias else None
+        self.weight = parameter(_filled(num_channels, 1.0)) if affine else None
+        self.bias = parameter(_filled(num_channels, 0.0)) if affine and bias else None
 
     def forward(self, x: Tensor) -> Tensor:
         if x.ndim < 2 or x.shape[1] != self.num_channels:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from unigrad.nn import functional as F
-from unigrad.nn.module import Module
+from unigrad.nn.module import Module, parameter
 from unigrad.tensor import Tensor
 
 __all__ = ["RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "RNNBase", "RNN", "LSTM", "GRU"]
@@ -77,10 +77,10 @@ class RNNCellBase(Module):
         super().__init__()
         self.input_size, self.hidden_size = input_size, hidden_size
         gates = num_chunks * hidden_size
-        self.weight_ih = _uniform((gates, input_size), hidden_size)
-        self.weight_hh = _uniform((gates, hidden_size), hidden_size)
-        self.bias_ih = _uniform((gates,), hidden_size) if bias else None
-        self.bias_hh = _uniform((gates,), hidden_size) if bias else None
+        self.weight_ih = parameter(_uniform((gates, input_size), hidden_size))
+        self.weight_hh = parameter(_uniform((gates, hidden_size), hidden_size))
+        self.bias_ih = parameter(_uniform((gates,), hidden_size)) if bias else None
+        self.bias_hh = parameter(_uniform((gates,), hidden_size)) if bias else None
 
     def _states(self, x: Tensor, hx: Sequence[Tensor | None], names: Sequence[str]) -> list[Tensor]:
         """Check x (N, H_in) or (H_in,) and each state (N, H) or (H,) (zeros when None): errors name the cell, what
@@ -223,7 +223,7 @@ class RNNBase(Module):
             for suffix in ("", "_reverse")[: self._directions]:
                 names = [f"{kind}_l{layer}{suffix}" for kind in shapes]
                 for name, shape in zip(names, shapes.values()):
-                    setattr(self, name, _uniform(shape, hidden_size))
+                    setattr(self, name, parameter(_uniform(shape, hidden_size)))
                 self._weight_names.append(names)
 
     @property

@@ -445,6 +445,8 @@ def members(obj: Any) -> Iterable[tuple[Any, Any]] | None:
         return obj.items()
     if isinstance(obj, (list, tuple)):
         return enumerate(obj)
+    if hasattr(type(obj), "_state_items"):  # an nn.Module: its tensor attributes that are state (the flavor's rule)
+        return obj._state_items()
     if hasattr(obj, "__dict__") or hasattr(type(obj), "__slots__"):
         return _attributes(obj).items()
     return None

@@ -16,7 +16,7 @@ from unigrad.nn._helpers import _filled
 from unigrad.nn.containers import ModuleList
 from unigrad.nn.dropout import Dropout
 from unigrad.nn.linear import Linear
-from unigrad.nn.module import Module
+from unigrad.nn.module import Module, parameter
 from unigrad.nn.norm import LayerNorm
 from unigrad.tensor import Tensor
 
@@ -72,12 +72,12 @@ class MultiheadAttention(Module):
         self.head_dim = embed_dim // num_heads
         self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
         if self._qkv_same_embed_dim:
-            self.in_proj_weight = init.xavier_uniform_(Tensor.empty(3 * embed_dim, embed_dim))
+            self.in_proj_weight = parameter(init.xavier_uniform_(Tensor.empty(3 * embed_dim, embed_dim)))
         else:
-            self.q_proj_weight = init.xavier_uniform_(Tensor.empty(embed_dim, embed_dim))
-            self.k_proj_weight = init.xavier_uniform_(Tensor.empty(embed_dim, self.kdim))
-            self.v_proj_weight = init.xavier_uniform_(Tensor.empty(embed_dim, self.vdim))
-        self.in_proj_bias = _filled(3 * embed_dim, 0.0) if bias else None
+            self.q_proj_weight = parameter(init.xavier_uniform_(Tensor.empty(embed_dim, embed_dim)))
+            self.k_proj_weight = parameter(init.xavier_uniform_(Tensor.empty(embed_dim, self.kdim)))
+            self.v_proj_weight = parameter(init.xavier_uniform_(Tensor.empty(embed_dim, self.vdim)))
+        self.in_proj_bias = parameter(_filled(3 * embed_dim, 0.0)) if bias else None
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias)
         if bias:
             self.out_proj.bias = _filled(embed_dim, 0.0)
