@@ -1,5 +1,5 @@
-"""unigrad.nn.optim: torch.optim's optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam)
-and tinygrad's (SGD(classic=), LARS, LAMB, OptimizerGroup); the learning-rate schedules live in
+"""unigrad.nn.optim: torch.optim's optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam,
+LBFGS) and tinygrad's (SGD(classic=), LARS, LAMB, OptimizerGroup); the learning-rate schedules live in
 unigrad.nn.lr_scheduler and are re-exported here.
 
 An optimizer updates its parameters and its state in place with `assign`, and `step()` realizes every write
@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from unigrad import flavor
+from unigrad.api.torch_functions import enable_grad
 from unigrad.dtype import DType, dtypes
 from unigrad.nn import lr_scheduler
 from unigrad.nn.lr_scheduler import (
@@ -65,6 +66,7 @@ __all__ = [
     "Adamax",
     "NAdam",
     "RAdam",
+    "LBFGS",
     "lr_scheduler",
     "LRScheduler",
     "StepLR",
@@ -994,3 +996,300 @@ def _weight_decay(opt: Optimizer, i: int, p: Tensor, g: Tensor) -> tuple[Tensor,
     if not (group["decoupled_weight_decay"] and group["weight_decay"]):
         return p.detach(), opt._grad(i, p, g), lr
     return p.detach() * (1 - lr * group["weight_decay"]), -g if group["maximize"] else g, lr
+
+
+# ------------------------------------------------------------ LBFGS
+# torch.optim.LBFGS: limited-memory BFGS with torch's algorithm, options and state.
+#
+# In: parameters (one group) and, at each `step(closure)`, a closure that zeroes the gradients, recomputes the loss,
+# calls backward() and returns the loss. Out: the parameters moved by up to max_iter quasi-Newton iterations; step
+# returns the closure's first loss, as torch's.
+#
+# Each iteration takes the direction from the two-loop recursion over the last history_size curvature pairs
+# (s = the step taken, y = the change of the gradient; a pair enters only when y.s > 1e-10), scaled by y.s / y.y of the
+# newest pair. The step length is lr (on the very first iteration min(1, 1/|g|_1) * lr), or with
+# line_search_fn="strong_wolfe" the one a bracketing line search with cubic interpolation finds (sufficient decrease
+# c1 = 1e-4, curvature c2 = 0.9, at most the evaluations max_eval leaves, as torch 2.x). It stops after max_iter
+# iterations or max_eval closure calls, when the largest gradient entry is <= tolerance_grad, or when the step, the
+# loss change or the directional derivative falls below tolerance_change.
+#
+# The vectors (the flat gradient, the direction, the curvature pairs) are unigrad Tensors on the parameters'
+# device, realized as they are made so that no graph grows across iterations; the step length reaches the kernels as
+# a 0-d buffer, so a new length does not compile a new kernel. The scalars the algorithm branches on (the loss,
+# directional derivatives, y.s) are read with `.item()`, as torch reads them, and the line search's interpolation is
+# arithmetic on those numbers.
+
+Closure = Callable[[], Tensor]
+
+
+def _dot(a: Tensor, b: Tensor) -> Tensor:
+    return (a * b).sum()
+
+
+def _cubic_minimum(
+    x1: float, f1: float, g1: float, x2: float, f2: float, g2: float, bounds: tuple[float, float] | None = None
+) -> float:
+    """The minimizer, clamped to `bounds` (default: between x1 and x2), of the cubic through (x1, f1) and (x2, f2)
+    with slopes g1 and g2; the middle of the bounds when the cubic has no minimum."""
+    lo, hi = bounds if bounds is not None else (min(x1, x2), max(x1, x2))
+    d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
+    d2_square = d1 * d1 - g1 * g2
+    if d2_square < 0:
+        return (lo + hi) / 2
+    d2 = math.sqrt(d2_square)
+    if x1 <= x2:
+        at = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
+    else:
+        at = x1 - (x1 - x2) * ((g1 + d2 - d1) / (g1 - g2 + 2 * d2))
+    return min(max(at, lo), hi)
+
+
+class _Point:
+    """One evaluation on the search line: step t, loss f, flat gradient g and directional derivative gtd = g.d."""
+
+    def __init__(self, t: float, f: float, g: Tensor, gtd: float) -> None:
+        self.t, self.f, self.g, self.gtd = t, f, g, gtd
+
+
+def _strong_wolfe(
+    evaluate: Callable[[float], tuple[float, Tensor]],
+    d: Tensor,
+    start: _Point,
+    t: float,
+    c1: float = 1e-4,
+    c2: float = 0.9,
+    tolerance_change: float = 1e-9,
+    max_ls: int = 25,
+) -> tuple[_Point, int]:
+    """The step along d that satisfies the strong Wolfe conditions (or the best one found), from `start` (t = 0)
+    and a first trial step t: (that point, the number of evaluations made). `evaluate(t)` is (loss, gradient) at
+    the parameters + t * d."""
+    f0, gtd0 = start.f, start.gtd
+    d_norm = d.abs().max().item()
+
+    def point(step: float) -> _Point:
+        f, g = evaluate(step)
+        return _Point(step, f, g, _dot(g, d).item())
+
+    def armijo_fails(p: _Point) -> bool:
+        return p.f > f0 + c1 * p.t * gtd0
+
+    new, evals, ls_iter, done = point(t), 1, 0, False
+    prev = _Point(0.0, f0, start.g, gtd0)
+    bracket: list[_Point] = []
+    while ls_iter < max_ls:  # grow the step until a bracket holds a point satisfying the conditions
+        if armijo_fails(new) or (ls_iter > 1 and new.f >= prev.f):
+            bracket = [prev, new]
+            break
+        if abs(new.gtd) <= -c2 * gtd0:
+            bracket, done = [new], True
+            break
+        if new.gtd >= 0:  # past a minimum of the line
+            bracket = [prev, new]
+            break
+        bounds = (new.t + 0.01 * (new.t - prev.t), new.t * 10)
+        step = _cubic_minimum(prev.t, prev.f, prev.gtd, new.t, new.f, new.gtd, bounds)
+        prev, new = new, point(step)
+        evals, ls_iter = evals + 1, ls_iter + 1
+    if ls_iter == max_ls:
+        bracket = [_Point(0.0, f0, start.g, gtd0), new]
+
+    insufficient = False
+    low, high = (0, 1) if bracket[0].f <= bracket[-1].f else (1, 0)
+    while not done and ls_iter < max_ls:  # zoom: shrink the bracket around a point satisfying the conditions
+        if abs(bracket[1].t - bracket[0].t) * d_norm < tolerance_change:
+            break
+        a, b = bracket
+        step = _cubic_minimum(a.t, a.f, a.gtd, b.t, b.f, b.gtd)
+        top, bottom = max(a.t, b.t), min(a.t, b.t)
+        eps = 0.1 * (top - bottom)
+        if min(top - step, step - bottom) < eps:  # too close to an end: move away unless the last try was fine
+            if insufficient or step >= top or step <= bottom:
+                step = top - eps if abs(step - top) < abs(step - bottom) else bottom + eps
+                insufficient = False
+            else:
+                insufficient = True
+        else:
+            insufficient = False
+        new = point(step)
+        evals, ls_iter = evals + 1, ls_iter + 1
+        if armijo_fails(new) or new.f >= bracket[low].f:
+            bracket[high] = new
+            low, high = (0, 1) if bracket[0].f <= bracket[1].f else (1, 0)
+        else:
+            if abs(new.gtd) <= -c2 * gtd0:
+                done = True
+            elif new.gtd * (bracket[high].t - bracket[low].t) >= 0:
+                bracket[high] = bracket[low]
+            bracket[low] = new
+    return bracket[low], evals
+
+
+class LBFGS(Optimizer):
+    """torch.optim.LBFGS(params, lr=1, max_iter=20, max_eval=max_iter * 5 // 4, tolerance_grad=1e-7,
+    tolerance_change=1e-9, history_size=100, line_search_fn=None or "strong_wolfe"). One parameter group only, as
+    torch; `step(closure)` is required. Its state (torch's names: d, t, old_dirs, old_stps, ro, H_diag,
+    prev_flat_grad, prev_loss, n_iter, func_evals) carries over from step to step and is state_dict()['state'][0]."""
+
+    def __init__(
+        self,
+        params: Params,
+        lr: float = 1,
+        max_iter: int = 20,
+        max_eval: int | None = None,
+        tolerance_grad: float = 1e-7,
+        tolerance_change: float = 1e-9,
+        history_size: int = 100,
+        line_search_fn: str | None = None,
+    ) -> None:
+        if isinstance(lr, Tensor) or not lr >= 0:
+            raise ValueError(f"LBFGS: invalid learning rate {lr!r} (must be a number >= 0)")
+        if line_search_fn not in (None, "strong_wolfe"):
+            raise RuntimeError(f"LBFGS: only 'strong_wolfe' is supported as line_search_fn, got {line_search_fn!r}")
+        for name, value in (("max_iter", max_iter), ("history_size", history_size)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"LBFGS: invalid {name} {value!r} (must be a positive int)")
+        defaults = dict(lr=lr, max_iter=max_iter, max_eval=max_iter * 5 // 4 if max_eval is None else max_eval,
+                        tolerance_grad=tolerance_grad, tolerance_change=tolerance_change, history_size=history_size,
+                        line_search_fn=line_search_fn)  # fmt: skip
+        super().__init__(params, defaults)
+        if len(self.param_groups) != 1:
+            raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
+        self._params: list[Tensor] = self.param_groups[0]["params"]
+        if len({p.device for p in self._params}) != 1:
+            raise ValueError("LBFGS: every parameter must be on one device (the flat vectors join them)")
+
+    def _init_state(self, p: Tensor, group: Any) -> dict[str, Any]:
+        return {}  # the algorithm's state is one dict, kept in the first parameter's place (torch's layout)
+
+    @property
+    def _state(self) -> dict[str, Any]:
+        return self.state[0]
+
+    def _load_state(self, i: int, saved: dict[str, Any]) -> None:
+        if i == 0:
+            self.state[0] = dict(saved)
+
+    # ------------------------------------------------------------ flat views of the parameters
+    def _flat_grad(self) -> Tensor:
+        """Every parameter's gradient (zeros for none) as one realized vector."""
+        parts = [(p.grad if p.grad is not None else p.zeros_like()).reshape(-1) for p in self._params]
+        return parts[0].cat(*parts[1:]).realize() if len(parts) > 1 else parts[0].contiguous().realize()
+
+    def _move(self, t: float, d: Tensor) -> None:
+        """Parameters += t * d (d flat, in the parameters' order), now."""
+        step, offset, written = self._number(t), 0, []
+        for p in self._params:
+            n = p.numel()
+            written.append(p.assign(p.detach() + step * d[offset : offset + n].reshape(p.shape)))
+            offset += n
+        Tensor.realize(*written)
+
+    def _number(self, value: float) -> Tensor:
+        """value as a 0-d buffer of the parameters' dtype (data, not a constant: no new kernel per value)."""
+        p = self._params[0]
+        return Tensor(np.array(value, dtype=p.dtype.fmt), device=p.device)
+
+    def _evaluate(self, closure: Closure) -> float:
+        with enable_grad():
+            return float(closure().item())
+
+    # ------------------------------------------------------------ the step
+    def step(self, closure: Closure | None = None) -> Tensor:  # type: ignore[override]
+        """Up to max_iter L-BFGS iterations; the closure's first loss is returned."""
+        if closure is None:
+            raise RuntimeError("LBFGS.step: a closure that recomputes the loss and its gradients is required")
+        group, state = self.param_groups[0], self._state
+        lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]
+        tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
+        state.setdefault("func_evals", 0)
+        state.setdefault("n_iter", 0)
+
+        with enable_grad():
+            orig_loss = closure()
+        loss = float(orig_loss.item())
+        evals = 1
+        state["func_evals"] += 1
+        flat_grad = self._flat_grad()
+        if flat_grad.abs().max().item() <= tolerance_grad:
+            return orig_loss
+
+        d, t = state.get("d"), state.get("t")
+        old_dirs, old_stps, ro = state.get("old_dirs"), state.get("old_stps"), state.get("ro")
+        h_diag, prev_flat_grad, prev_loss = state.get("H_diag"), state.get("prev_flat_grad"), state.get("prev_loss")
+        n_iter = 0
+        while n_iter < max_iter:
+            n_iter += 1
+            state["n_iter"] += 1
+            if state["n_iter"] == 1:
+                d, old_dirs, old_stps, ro, h_diag = (-flat_grad).realize(), [], [], [], 1.0
+            else:
+                y = (flat_grad - prev_flat_grad).realize()
+                s = (d * self._number(t)).realize()
+                ys = _dot(y, s).item()
+                if ys > 1e-10:  # a pair of positive curvature: remembered (the oldest dropped)
+                    if len(old_dirs) == group["history_size"]:
+                        old_dirs.pop(0), old_stps.pop(0), ro.pop(0)
+                    old_dirs.append(y), old_stps.append(s), ro.append(self._number(1.0 / ys))
+                    h_diag = ys / _dot(y, y).item()
+                d = self._direction(flat_grad, old_dirs, old_stps, ro, h_diag)
+            prev_flat_grad, prev_loss = flat_grad, loss
+            t = min(1.0, 1.0 / flat_grad.abs().sum().item()) * lr if state["n_iter"] == 1 else lr
+            gtd = _dot(flat_grad, d).item()
+            if gtd > -tolerance_change:  # not a descent direction
+                break
+
+            if group["line_search_fn"] == "strong_wolfe":
+                x_init = [p.clone().realize() for p in self._params]
+
+                def evaluate(step: float, d: Tensor = d, x_init: list[Tensor] = x_init) -> tuple[float, Tensor]:
+                    self._move(step, d)
+                    value = self._evaluate(closure)
+                    grad = self._flat_grad()
+                    Tensor.realize(*(p.assign(x) for p, x in zip(self._params, x_init)))
+                    return value, grad
+
+                start = _Point(0.0, loss, flat_grad, gtd)
+                found, ls_evals = _strong_wolfe(evaluate, d, start, t, max_ls=max_eval - evals)  # what is left
+                loss, flat_grad, t = found.f, found.g, found.t
+                self._move(t, d)
+                grad_small = flat_grad.abs().max().item() <= tolerance_grad
+            else:
+                self._move(t, d)
+                ls_evals, grad_small = 0, False
+                if n_iter != max_iter:  # no evaluation after the last iteration: the next step starts with one
+                    loss = self._evaluate(closure)
+                    flat_grad = self._flat_grad()
+                    grad_small, ls_evals = flat_grad.abs().max().item() <= tolerance_grad, 1
+            evals += ls_evals
+            state["func_evals"] += ls_evals
+
+            if n_iter == max_iter or evals >= max_eval or grad_small:
+                break
+            if (d * self._number(t)).abs().max().item() <= tolerance_change or abs(loss - prev_loss) < tolerance_change:
+                break  # the parameters or the loss stopped changing
+
+        state.update(d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=ro, H_diag=h_diag)
+        state.update(prev_flat_grad=prev_flat_grad, prev_loss=prev_loss)
+        return orig_loss
+
+    def _direction(self, g: Tensor, dirs: list[Tensor], stps: list[Tensor], ro: list[Tensor], h_diag: float) -> Tensor:
+        """-H g by the two-loop recursion: H the L-BFGS inverse-Hessian estimate from the pairs (s = stps[i],
+        y = dirs[i], ro[i] = 1 / y.s, a 0-d buffer) over the initial h_diag * I. Each update is realized with its
+        coefficient (a handful of small kernels per pair, compiled once)."""
+        q, alphas = -g, list(dirs)
+        for i in reversed(range(len(dirs))):
+            alpha = _dot(stps[i], q) * ro[i]
+            q = q - dirs[i] * alpha
+            Tensor.realize(q, alpha)
+            alphas[i] = alpha
+        r = q * self._number(h_diag)
+        for i in range(len(dirs)):
+            beta = _dot(dirs[i], r) * ro[i]
+            r = (r + stps[i] * (alphas[i] - beta)).realize()
+        return r
+
+    def add_param_group(self, group: dict[str, Any]) -> None:
+        if self.param_groups:
+            raise ValueError("LBFGS doesn't support per-parameter options (parameter groups)")
+        super().add_param_group(group)
