@@ -50,7 +50,7 @@ def _knob(name: str, typ: type, default: Any, help: str) -> Knob:
 
 
 DEBUG = _knob("DEBUG", int, 0, "1 kernels per realize + schedule time; 2 per-kernel time; 3 opts; 4 source; 5 graphs")
-DEVICE = _knob("DEVICE", str, "CPU", "default device (CPU, PYTHON)")
+DEVICE = _knob("DEVICE", str, "CPU", "default device (CPU, PYTHON, CL)")
 CACHEDIR = _knob(
     "CACHEDIR", str, str(pathlib.Path.home() / ".cache" / "unigrad"), "directory of the on-disk compile cache"
 )
@@ -67,6 +67,13 @@ FLAVOR = _knob(
 DEFAULT_FLOAT = _knob("DEFAULT_FLOAT", str, "float32", "dtype of floats made without one (float32, HALF, ...)")
 DEFAULT_INT = _knob("DEFAULT_INT", str, "", "dtype of ints made without one; empty: the flavor's (int32 / int64)")
 TRAINING = _knob("TRAINING", int, 0, "tinygrad's train mode: dropout active, optimizers may step (Tensor.training)")
+PYTHON_GPU = _knob(
+    "PYTHON_GPU",
+    str,
+    "",
+    "the PYTHON device emulates a GPU: '1' (groups of up to 256 work-items, 16 KiB LOCAL memory) or "
+    "'max_group=N,local_bytes=M'; empty: it runs kernels lowered for a CPU",
+)
 POOL_SPIN_US = _knob(
     "POOL_SPIN_US", int, 1000, "microseconds an idle worker thread polls for the next kernel before it sleeps"
 )

@@ -21,7 +21,7 @@ from unigrad.dtype import DType, dtypes
 from unigrad.helpers import record
 from unigrad.ir.args import AddrSpace, AxisType
 from unigrad.ir.ops import GroupOp, Ops
-from unigrad.ir.symbolic import split_terms
+from unigrad.ir.symbolic import simplify, split_terms
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.isel import reg_param, vector_base, vectorize
 from unigrad.pipeline.linearize import linearize
@@ -35,6 +35,32 @@ class KernelSignature:
     buffers: tuple[tuple[int, DType], ...]
     variables: tuple[str, ...]
     threads: int = 0  # > 0: the kernel takes a last argument `core` and runs once per core in [0, threads)
+    # a GPU kernel's launch: work-groups per dimension and work-items per group (index UOps where symbolic: the
+    # launch resolves them with the Variables' values; launch_dims does); () for a CPU kernel
+    global_size: tuple[int | UOp, ...] = ()
+    local_size: tuple[int | UOp, ...] = ()
+
+    @property
+    def gpu(self) -> bool:
+        return bool(self.global_size)
+
+    def launch_dims(self, var_vals: dict[str, int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(groups, items per group), three dimensions each, with symbolic sizes resolved."""
+        return _resolved(self.global_size, var_vals), _resolved(self.local_size, var_vals)
+
+
+def _resolved(sizes: tuple[int | UOp, ...], var_vals: dict[str, int]) -> tuple[int, ...]:
+    out = [s if isinstance(s, int) else _evaluate(s, var_vals) for s in sizes]
+    return tuple(out + [1] * (3 - len(out)))
+
+
+def _evaluate(expr: UOp, var_vals: dict[str, int]) -> int:
+    """An index expression over Variables at their values."""
+    params = {p: UOp.const(p.dtype, var_vals[p.arg.name]) for p in expr.toposort() if p.op is Ops.PARAM}
+    value = simplify(expr.substitute(params))
+    if value.op is not Ops.CONST:
+        raise ValueError(f"a launch size {expr.render()} does not resolve to a number: {value.render()}")
+    return int(value.arg.value)
 
 
 def _nonneg(u: UOp) -> bool:
@@ -323,9 +349,21 @@ class CStyleLanguage:
             return a[0] if not dt.is_float else f"trunc{'f' if dt is dtypes.float32 else ''}({a[0]})"
         raise NotImplementedError(f"C renderer: no rule for {op} on {dt}")
 
+    # a GPU dialect names these (render/opencl.py): the work-group id and the work-item's id in its group per
+    # dimension (SPECIAL gidx<d>/lidx<d>), the barrier of a group's LOCAL memory, LOCAL arrays' qualifier
+    special_funcs: dict[str, str] = {}
+    barrier: str = ""
+    local_qualifier: str = ""
+
+    def special(self, name: str) -> str:
+        """The expression of SPECIAL `name` (gidx0, lidx1, ...)."""
+        if not self.special_funcs:
+            raise NotImplementedError(f"{type(self).__name__} renders no GPU index {name}: a CPU kernel has none")
+        return f"({self.ctype(dtypes.index)}){self.special_funcs[name[0]]}({name[-1]})"
+
     def signature(self, sig: KernelSignature) -> str:
         args = [f"{self.buffer_qualifier}{self.ctype(dt)}* restrict data{slot}" for slot, dt in sig.buffers] + [
-            f"long long {v}" for v in sig.variables
+            f"{self.ctype(dtypes.index)} {v}" for v in sig.variables
         ]
         if sig.threads:
             args.append("long long core")
@@ -349,7 +387,16 @@ class CStyleLanguage:
         threads = [u for u in uops if u.op is Ops.RANGE and u.arg.axis_type is AxisType.THREAD]
         if threads and threads[0].src[0].op is not Ops.CONST:
             raise ValueError(f"{name}: a THREAD range needs a constant size")
-        sig = KernelSignature(name, tuple(buffers), tuple(variables), threads[0].src[0].arg.value if threads else 0)
+        specials = {u.arg: _size_of(u.src[0]) for u in uops if u.op is Ops.SPECIAL}
+        sig = KernelSignature(
+            name,
+            tuple(buffers),
+            tuple(variables),
+            threads[0].src[0].arg.value if threads else 0,
+            _dims(specials, "g") if specials else (),
+            _dims(specials, "l") if specials else (),
+        )
+        index_t = self.ctype(dtypes.index)
         r: dict[UOp, str] = {}
         lines: list[str] = []
         depth = 1
@@ -368,6 +415,9 @@ class CStyleLanguage:
                     r[u] = f"acc{u.arg.slot}"
                     names = ", ".join(f"acc{u.arg.slot}_v{j}" for j in range(u.shape[0] // k))
                     emit(f"{u.dtype.name}_v{k} {names};")
+                elif u.arg.addrspace is AddrSpace.LOCAL:  # an array shared by the work-items of a group
+                    r[u] = f"temp{u.arg.slot}"
+                    emit(f"{self.local_qualifier}{self.ctype(u.dtype)} temp{u.arg.slot}[{u.shape[0]}];")
                 elif u.arg.addrspace is AddrSpace.REG:  # one scalar per slot: the compiler keeps them in registers
                     r[u] = f"acc{u.arg.slot}"
                     names = ", ".join(f"acc{u.arg.slot}_{j}" for j in range(u.shape[0]))
@@ -404,10 +454,15 @@ class CStyleLanguage:
                 name_r = f"ridx{u.arg.id}"
                 r[u] = name_r
                 if u.arg.axis_type is AxisType.THREAD:  # not a loop: each worker runs one value, `core`
-                    emit(f"{{ long long {name_r} = core;")
+                    emit(f"{{ {index_t} {name_r} = core;")
                 else:
-                    emit(f"for (long long {name_r} = 0; {name_r} < {r[u.src[0]]}; {name_r}++) {{")
+                    emit(f"for ({index_t} {name_r} = 0; {name_r} < {r[u.src[0]]}; {name_r}++) {{")
                 depth += 1
+            elif op is Ops.SPECIAL:
+                r[u] = u.arg
+                emit(f"{index_t} {u.arg} = {self.special(u.arg)};")
+            elif op is Ops.BARRIER:
+                emit(self.barrier)
             elif op is Ops.END:
                 depth -= 1
                 emit("}")
@@ -478,6 +533,16 @@ class CStyleLanguage:
 
     def store(self, u: UOp, target: str, value: str) -> str:
         return f"{target} = {value};"
+
+
+def _size_of(bound: UOp) -> int | UOp:
+    return bound.arg.value if bound.op is Ops.CONST else bound
+
+
+def _dims(specials: dict[str, int | UOp], kind: str) -> tuple[int | UOp, ...]:
+    """Sizes of the SPECIALs gidx0.. (kind "g") or lidx0.. (kind "l") in dimension order; 1 where one is missing."""
+    n = max((int(name[-1]) + 1 for name in specials if name[0] == kind), default=0)
+    return tuple(specials.get(f"{kind}idx{d}", 1) for d in range(max(n, 1)))
 
 
 def _is_reg(u: UOp) -> bool:

@@ -32,6 +32,7 @@ from unigrad.dtype import DType, dtypes
 from unigrad.helpers import record, write_atomic
 from unigrad.pipeline.optimize.opts import Target
 from unigrad.render.cstyle import KernelSignature
+from unigrad.render.opencl import OpenCLLanguage
 from unigrad.runtime import Allocator, Compiled, Compiler, CompileError, DeviceName, Lowered, disk_cache, to_numpy_dtype
 from unigrad.runtime.support import opencl as cl
 
@@ -429,10 +430,13 @@ class CLProgram:
         wait: bool = False,
     ) -> float | None:
         """Launch on `bufs` (by slot) and the Variables' values; the kernel's seconds when waited for, else None.
-        Sizes not given are the signature's (`global_size`/`local_size` where it has them; else one work-item)."""
-        if global_size is None:
-            global_size = getattr(self.sig, "global_size", None) or (1, 1, 1)
-            local_size = getattr(self.sig, "local_size", None)
+        Sizes not given are the signature's (work-groups x work-items per group, resolved for var_vals; else one
+        work-item): OpenCL's global size is the work-items of all groups."""
+        if global_size is None and self.sig.gpu:  # a pipeline kernel: groups x items per dimension
+            groups, local_size = self.sig.launch_dims(var_vals)
+            global_size = tuple(g * n for g, n in zip(groups, local_size))
+        elif global_size is None:
+            global_size = (1, 1, 1)
         gs, ls = self.launch_sizes(global_size, local_size)
         timed = wait or config.DEBUG.value >= 2
         for i, slot in enumerate(self.slots):
@@ -516,13 +520,9 @@ def target_of(info: CLInfo, vector_bytes: int = 0) -> Target:
     return Target(**{k: v for k, v in fields.items() if k in known})
 
 
-def _renderer() -> Any:
-    """The OpenCL C renderer; None until render/opencl.py exists (hand-written kernels run without one)."""
-    try:
-        from unigrad.render.opencl import OpenCLLanguage  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    return OpenCLLanguage()
+def _renderer(name: str, info: CLInfo) -> OpenCLLanguage:
+    """The OpenCL C renderer for this device (half and double only where its extensions say)."""
+    return OpenCLLanguage(name, info.supports(dtypes.float16), info.supports(dtypes.float64))
 
 
 def open_device(name: str) -> Compiled:
@@ -531,6 +531,6 @@ def open_device(name: str) -> Compiled:
     device_id = ids[(DeviceName(name).index or 0) % len(ids)]
     ctx = CLContext.open(name, device_id, device_info(device_id))
     program = functools.partial(CLProgram, ctx)  # (name, binary, sig, guarded=False) -> a launchable kernel
-    dev = CLDevice(name, CLAllocator(ctx), _renderer(), CLCompiler(ctx), program)
+    dev = CLDevice(name, CLAllocator(ctx), _renderer(name, ctx.info), CLCompiler(ctx), program)
     dev.ctx = ctx
     return dev

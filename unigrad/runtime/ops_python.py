@@ -1,20 +1,30 @@
 """The PYTHON device: interprets the same linearized UOps the C renderer sees, one scalar at a time.
 
 It is the executable definition of the ops (ir/alu.py): slow, simple, and what the CPU device is
-checked against. Memory is a Python list per buffer."""
+checked against. Memory is a Python list per buffer.
+
+With the knob PYTHON_GPU set it is also the executable definition of the GPU ops: kernels are lowered for a GPU
+target (work-group limits and LOCAL memory from the knob) and run group by group, each work-item (lane) with its
+own registers and SPECIAL values, LOCAL arrays shared by the lanes of a group. Lanes run one after another up to
+each BARRIER. It checks what lockstep execution would hide: between two barriers, a lane that loads a LOCAL
+element another lane stored, or stores over one another lane loaded or stored, is a race (LocalRaceError naming
+the kernel, the array, the element and the lanes); a barrier that not every lane reaches is an error too."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
+from unigrad import config
 from unigrad.dtype import DType, dtypes
 from unigrad.ir.alu import ALU_PY, bitcast, exec_alu, float_to_fp8, normalize
 from unigrad.ir.args import AddrSpace
 from unigrad.ir.ops import Ops
+from unigrad.pipeline.optimize.opts import Target
 from unigrad.ir.uop import UOp
 from unigrad.render.cstyle import KernelSignature
 from unigrad.runtime import Allocator, Compiled, Compiler, Lowered, fp8_values, to_numpy_dtype
@@ -87,8 +97,14 @@ class PythonProgram:
                     self.code.append(("var", i, (), u.arg.name))
                 elif u.arg.addrspace is AddrSpace.REG:
                     self.code.append(("reg", i, (), (normalize(0, u.dtype), u.shape[0])))
+                elif u.arg.addrspace is AddrSpace.LOCAL:
+                    self.code.append(("local", i, (), (u.arg.slot, normalize(0, u.dtype), u.shape[0])))
                 else:
                     self.code.append(("buf", i, (), u.arg.slot))
+            elif op is Ops.SPECIAL:
+                self.code.append(("special", i, (), u.arg))
+            elif op is Ops.BARRIER:
+                self.code.append(("barrier", i, (), None))
             elif op in (Ops.AFTER, Ops.INDEX, Ops.LOAD, Ops.STORE):
                 self.code.append((op.name.lower(), i, srcs, None))
             elif op in (Ops.STACK, Ops.SINK, Ops.GROUP):
@@ -100,6 +116,36 @@ class PythonProgram:
 
     def __call__(self, bufs: list[Any], var_vals: dict[str, int]) -> None:
         mem = {slot: bufs[slot].handle for slot, _ in self.sig.buffers}  # unused buffers are not in the code
+        if not self.sig.gpu:
+            for _ in self._lane(mem, var_vals, {}, None, 0):
+                raise RuntimeError(f"{self.name}: a BARRIER in a kernel lowered for a CPU")
+            return
+        groups, items = self.sig.launch_dims(var_vals)
+        for gz, gy, gx in itertools.product(*(range(n) for n in groups[::-1])):
+            self._group({"gidx0": gx, "gidx1": gy, "gidx2": gz}, items, mem, var_vals)
+
+    def _group(self, gids: dict[str, int], items: tuple[int, ...], mem: dict, var_vals: dict[str, int]) -> None:
+        """One work-group: every lane up to the next BARRIER, in turn, until all have returned."""
+        shared: dict[int, list[Any]] = {}  # LOCAL arrays by slot, made by the first lane that declares them
+        races = _RaceCheck(self.name)
+        lanes = []
+        for lane, (lz, ly, lx) in enumerate(itertools.product(*(range(n) for n in items[::-1]))):
+            specials = {**gids, "lidx0": lx, "lidx1": ly, "lidx2": lz}
+            lanes.append(self._lane(mem, var_vals, specials, (shared, races), lane))
+        while lanes:
+            waiting = [lane for lane in lanes if next(lane, None) is not None]
+            if waiting and len(waiting) != len(lanes):
+                raise RuntimeError(
+                    f"{self.name}: a BARRIER that {len(lanes) - len(waiting)} of {len(lanes)} lanes "
+                    "of a work-group never reach (a barrier under a branch some lanes skip)"
+                )
+            races.barrier()
+            lanes = waiting
+
+    def _lane(
+        self, mem: dict, var_vals: dict[str, int], specials: dict[str, int], group: tuple | None, lane: int
+    ) -> Iterator[bool]:
+        """Run the code as one lane; yields at each BARRIER (a CPU kernel never yields)."""
         code = self.code
         r: list[Any] = [None] * len(code)
         pc, n = 0, len(code)
@@ -114,10 +160,14 @@ class PythonProgram:
                     r[d] = r[s[1]]
                 else:
                     lst, i = r[s[0]]
+                    if group is not None and id(lst) in group[1].arrays:
+                        group[1].load(lst, i, lane)
                     r[d] = lst[i]
             elif kind == "store":
                 if len(s) < 3 or r[s[2]]:
                     lst, i = r[s[0]]
+                    if group is not None and id(lst) in group[1].arrays:
+                        group[1].store(lst, i, lane)
                     lst[i] = r[s[1]]
             elif kind == "end":
                 r[d] += 1
@@ -139,17 +189,99 @@ class PythonProgram:
                 r[d] = [x[0]] * x[1]
             elif kind == "var":
                 r[d] = var_vals[x]
+            elif kind == "special":
+                r[d] = specials[x]
+            elif kind == "local":
+                if group is None:
+                    raise RuntimeError(f"{self.name}: a LOCAL array in a kernel lowered for a CPU")
+                slot, fill, size = x
+                if slot not in group[0]:
+                    group[0][slot] = [fill] * size
+                    group[1].arrays[id(group[0][slot])] = f"temp{slot}"
+                r[d] = group[0][slot]
+            elif kind == "barrier":
+                yield True
             pc += 1
 
 
+class LocalRaceError(RuntimeError):
+    """Two lanes of a work-group touched one LOCAL element between barriers, one of them storing."""
+
+
+class _RaceCheck:
+    """Who loaded and stored each LOCAL element since the group's last barrier."""
+
+    def __init__(self, kernel: str) -> None:
+        self.kernel = kernel
+        self.arrays: dict[int, str] = {}  # id of a LOCAL array -> its name
+        self.stored: dict[tuple[int, int], int] = {}  # (array, element) -> the lane that stored it
+        self.loaded: dict[tuple[int, int], set[int]] = {}  # (array, element) -> lanes that loaded it
+
+    def _race(self, lst: list, i: int, what: str) -> LocalRaceError:
+        return LocalRaceError(
+            f"{self.kernel}: race on LOCAL {self.arrays[id(lst)]}[{i}]: {what} since the last barrier "
+            "(a BARRIER is missing between them)"
+        )
+
+    def load(self, lst: list, i: int, lane: int) -> None:
+        key = (id(lst), i)
+        if (writer := self.stored.get(key, lane)) != lane:
+            raise self._race(lst, i, f"lane {lane} loads the element lane {writer} stored")
+        self.loaded.setdefault(key, set()).add(lane)
+
+    def store(self, lst: list, i: int, lane: int) -> None:
+        key = (id(lst), i)
+        if (writer := self.stored.get(key, lane)) != lane:
+            raise self._race(lst, i, f"lane {lane} stores over the element lane {writer} stored")
+        if others := self.loaded.get(key, set()) - {lane}:
+            raise self._race(lst, i, f"lane {lane} stores over the element lane {min(others)} loaded")
+        self.stored[key] = lane
+
+    def barrier(self) -> None:
+        self.stored.clear()
+        self.loaded.clear()
+
+
 class PythonDevice(Compiled):
+    @property
+    def target(self) -> Target:
+        """A CPU's (one thread, scalar), or with PYTHON_GPU a GPU's: the emulator runs what a GPU would."""
+        if not config.PYTHON_GPU.value:
+            return super().target
+        return gpu_target(str(config.PYTHON_GPU.value))
+
     def build(self, lowered: Lowered) -> PythonProgram:
         """The program of a lowered kernel: an interpreter of its LINEAR (the source is only shown at DEBUG=4)."""
         return PythonProgram(lowered.name, lowered.linear, lowered.sig)
 
 
-def open_device(name: str) -> Compiled:
-    from unigrad.render.c import CLanguage
+@functools.cache
+def gpu_target(spec: str) -> Target:
+    """The GPU Target the knob PYTHON_GPU describes: '1' or 'max_group=N,local_bytes=M' (either may be left out)."""
+    fields = {"max_group": 256, "local_bytes": 16384}
+    if spec.strip() != "1":
+        for part in spec.split(","):
+            key, _, value = part.partition("=")
+            if key.strip() not in fields or not value.strip().isdigit():
+                raise ValueError(f"PYTHON_GPU: expected '1' or 'max_group=N,local_bytes=M', got {spec!r}")
+            fields[key.strip()] = int(value)
+    n = fields["max_group"]
+    return Target(1, 0, 16, True, (2**31 - 1,) * 3, (n, n, n), n, fields["local_bytes"], 1, True)
 
-    # the PYTHON device renders C only to show it at DEBUG=4; it runs the LINEAR itself
-    return PythonDevice(name, PythonAllocator(), CLanguage(), PythonCompiler(), PythonProgram)  # type: ignore[arg-type]
+
+class ShownAs:
+    """The PYTHON device's renderer: C for a CPU kernel, OpenCL C for a GPU one (PYTHON_GPU). It renders only to
+    show the source at DEBUG=4 and to make the kernel's signature; the device runs the LINEAR itself."""
+
+    def __init__(self) -> None:
+        from unigrad.render.c import CLanguage
+        from unigrad.render.opencl import OpenCLLanguage
+
+        self.cpu, self.gpu = CLanguage(), OpenCLLanguage()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.gpu if config.PYTHON_GPU.value else self.cpu, name)
+
+
+def open_device(name: str) -> Compiled:
+    return PythonDevice(name, PythonAllocator(), ShownAs(), PythonCompiler(), PythonProgram)  # type: ignore[arg-type]

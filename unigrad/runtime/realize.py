@@ -34,6 +34,7 @@ from unigrad.ir.uop import UOp, toposort_memo, variables_of
 from unigrad.pipeline.callify import callify, function_params, inline_functions, is_buffer_input, is_traced_call
 from unigrad.pipeline.expand import expand
 from unigrad.pipeline.isel import isel
+from unigrad.pipeline.gpudims import gpudims
 from unigrad.pipeline.linearize import linearize
 from unigrad.pipeline.memplan import MemoryPlan, first_written, plan_memory
 from unigrad.pipeline.optimize import Target, optimize
@@ -455,6 +456,8 @@ def lower(device: str, sink: UOp) -> Lowered:
     """An optimized kernel SINK -> expand -> isel -> linearize -> render for `device` (not compiled, not cached)."""
     dev = Device[device]
     name = sink.arg.name if sink.arg is not None else "kernel"
+    if dev.target.gpu:
+        sink = gpudims(sink)
     sink = expand(sink)
     if config.SPEC.value:
         verify_expanded(sink)

@@ -8,10 +8,12 @@ KernelInfo (they replay, print at DEBUG=3, and are part of every cache key as th
 from __future__ import annotations
 
 from unigrad import config
-from unigrad.ir.args import KernelInfo
+from unigrad.ir.args import AxisType, KernelInfo
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize.heuristic import hand_coded_opts
-from unigrad.pipeline.optimize.opts import Opt, OptError, OptOps, Target, apply_opt, apply_opts, axes
+from unigrad.pipeline.optimize.heuristic_gpu import gpu_opts
+from unigrad.pipeline.optimize.local_buffers import group_reduces_to_locals
+from unigrad.pipeline.optimize.opts import Opt, OptError, OptOps, Target, apply_opt, apply_opts, axes, replace_ranges
 from unigrad.pipeline.optimize.search import Measure, beam_search
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
     "axes",
     "beam_search",
     "optimize",
+    "to_global_axes",
 ]
 
 
@@ -34,12 +37,27 @@ def optimize(sink: UOp, target: Target, measure: Measure | None = None) -> UOp:
     - none with NOOPT=1;
     - with BEAM=n and a `measure` (the runtime's timer of candidate kernels, runtime/beam.py): the fastest
       kernel a beam search of width n finds;
-    - the hand-coded heuristics for `target` (also with BEAM=n but no way to time candidates)."""
+    - the hand-coded heuristics for `target` (also with BEAM=n but no way to time candidates).
+    On a GPU target the output axes are GLOBAL first (to_global_axes), every opt is checked against the device's
+    limits, and GROUP_REDUCE axes go through LOCAL buffers last (local_buffers.py)."""
     info = sink.arg if isinstance(sink.arg, KernelInfo) else None
+    if target.gpu:
+        sink = to_global_axes(sink)
     if info is not None and info.opts:
-        return apply_opts(sink.replace(arg=KernelInfo(info.name)), info.opts)
-    if config.NOOPT.value:
+        out = apply_opts(sink.replace(arg=KernelInfo(info.name)), info.opts, target)
+    elif config.NOOPT.value:
+        out = sink
+    elif config.BEAM.value and measure is not None and not target.gpu:
+        out = beam_search(sink, target.threads, int(config.BEAM.value), measure)
+    else:
+        out = apply_opts(sink, (gpu_opts if target.gpu else hand_coded_opts)(sink, target), target)
+    return group_reduces_to_locals(out) if target.gpu else out
+
+
+def to_global_axes(sink: UOp) -> UOp:
+    """A kernel's LOOP ranges (rangeify's output axes) as GLOBAL ranges: a GPU runs them as work-groups."""
+    loops = [r for r in axes(sink) if r.arg.axis_type is AxisType.LOOP]
+    if not loops:
         return sink
-    if config.BEAM.value and measure is not None:
-        return beam_search(sink, target.threads, int(config.BEAM.value), measure)
-    return apply_opts(sink, hand_coded_opts(sink, target))
+    new = {r: UOp.range(r.src[0], r.arg.id, AxisType.GLOBAL) for r in loops}
+    return replace_ranges(sink, new, {r: (g,) for r, g in new.items()})

@@ -53,11 +53,22 @@ class Target:
 
     threads: cores a THREAD axis may split over; vector_bytes: the width of one vector register (0: scalar code
     only); vector_registers: how many vector registers there are (a register tile keeps its accumulators in half
-    of them: the rest hold the loaded operands)."""
+    of them: the rest hold the loaded operands).
+    A GPU (gpu=True) runs work-groups: output axes are GLOBAL (group ids), LOCAL and GROUP_REDUCE axes are the
+    work-items of a group. global_max/local_max: the largest size per dimension (3 dimensions); max_group: the most
+    work-items in a group; local_bytes: LOCAL memory per group; group_multiple: the preferred multiple of a group's
+    size; nonuniform: the global size need not be a multiple of the group size."""
 
     threads: int = 1
     vector_bytes: int = 0
     vector_registers: int = 16
+    gpu: bool = False
+    global_max: tuple[int, int, int] = (0, 0, 0)
+    local_max: tuple[int, int, int] = (0, 0, 0)
+    max_group: int = 0
+    local_bytes: int = 0
+    group_multiple: int = 1
+    nonuniform: bool = False
 
 
 class OptError(ValueError):
@@ -274,7 +285,31 @@ def apply_opt(sink: UOp, opt: Opt, device_has_tc: bool = False) -> UOp:
     raise _fail(opt, "unknown OptOp")
 
 
-def apply_opts(sink: UOp, opts: list[Opt] | tuple[Opt, ...]) -> UOp:
+def apply_opts(sink: UOp, opts: list[Opt] | tuple[Opt, ...], target: Target | None = None) -> UOp:
+    """The opts applied in order; on a GPU target each result is checked against the device's limits."""
     for o in opts:
         sink = apply_opt(sink, o)
+        if target is not None and target.gpu:
+            check_gpu_limits(sink, o, target)
     return sink
+
+
+GROUP_TYPES = (AxisType.LOCAL, AxisType.GROUP_REDUCE)  # the axes whose values are the work-items of one group
+
+
+def check_gpu_limits(sink: UOp, opt: Opt, target: Target) -> None:
+    """Raise OptError when the kernel after `opt` would not launch on the GPU `target`: more work-items in a group
+    than max_group, or LOCAL memory (GROUP_REDUCE partials) over local_bytes. THREAD axes are a CPU's."""
+    rs = axes(sink)
+    if any(r.arg.axis_type is AxisType.THREAD for r in rs):
+        raise _fail(opt, "THREAD axes are CPU threads: a GPU kernel runs work-groups (split to LOCAL instead)")
+    group = math.prod(bound(r) or 1 for r in rs if r.arg.axis_type in GROUP_TYPES)
+    if group > target.max_group:
+        raise _fail(opt, f"a work-group of {group} work-items is over this device's limit of {target.max_group}")
+    reduces = [u for u in sink.toposort() if u.op is Ops.REDUCE]
+    if any(r.arg.axis_type is AxisType.GROUP_REDUCE for r in rs):
+        need = sum(group * u.dtype.itemsize for u in reduces)
+        if need > target.local_bytes:
+            raise _fail(
+                opt, f"GROUP_REDUCE partials need {need} bytes of LOCAL memory, the device has {target.local_bytes}"
+            )

@@ -1,0 +1,116 @@
+"""GPU dims: a GPU kernel's GLOBAL, LOCAL and GROUP_REDUCE ranges become SPECIAL indices; barriers and one-writer
+gates are inserted by rules.
+
+In: an optimized kernel SINK for a GPU target (optimize made its output axes GLOBAL, split some to LOCAL, and put
+its GROUP_REDUCEs through LOCAL buffers: optimize/local_buffers.py). Out: the same kernel where
+  - GLOBAL ranges are group ids: the innermost output axis is SPECIAL gidx0, the next gidx1, and the rest are
+    merged into gidx2 (each a quotient/remainder of it) when there are more than three;
+  - LOCAL and GROUP_REDUCE ranges are the work-item's id in its group: one SPECIAL lidx0 over the whole group
+    (each axis a quotient/remainder of it), so no per-dimension local limit is ever exceeded;
+  - their ENDs are gone (a SPECIAL is no loop: every work-item runs the body once);
+  - a global STORE whose address does not depend on some GROUP_REDUCE/LOCAL axis (a group reduction's result,
+    the same in every work-item) is gated to the work-item where that axis is 0: one writer per group;
+  - pm_insert_barriers: a LOAD of a LOCAL buffer that reads after stores to it reads after a BARRIER of them.
+A SPECIAL's bound is its dimension's size (an index UOp: symbolic where the axis is); the renderer collects them
+into the kernel's launch sizes (KernelSignature.global_size/local_size: groups per dimension, work-items per group).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from unigrad.ir.args import AddrSpace, AxisType
+from unigrad.ir.ops import Ops
+from unigrad.ir.pattern import PatternMatcher, UPat, graph_rewrite
+from unigrad.ir.uop import UOp
+from unigrad.pipeline.optimize.opts import axes, replace_ranges
+
+GROUP_TYPES = (AxisType.LOCAL, AxisType.GROUP_REDUCE)
+MAX_DIMS = 3
+
+
+def _size(r: UOp) -> UOp:
+    return r.src[0]
+
+
+def _merged(rs: list[UOp], special: UOp) -> dict[UOp, UOp]:
+    """Each range of rs (outermost first) as a quotient/remainder of one SPECIAL over their product."""
+    out: dict[UOp, UOp] = {}
+    stride: UOp | int = 1
+    for r in reversed(rs):
+        v = special if stride == 1 else special // stride
+        out[r] = v if r is rs[0] else v % _size(r)
+        stride = _size(r) if stride == 1 else stride * _size(r)
+    return out
+
+
+def _special(name: str, size: UOp) -> UOp:
+    return UOp(Ops.SPECIAL, (size,), name)
+
+
+def _product(rs: list[UOp]) -> UOp:
+    return reduce(lambda a, b: a * b, [_size(r) for r in rs])
+
+
+def _gate_one_writer(sink: UOp, group: list[UOp]) -> UOp:
+    """Global STOREs whose address misses some group axis, gated to that axis' 0 (see the module doc)."""
+    mapping: dict[UOp, UOp] = {}
+    for u in sink.toposort():
+        if u.op is not Ops.STORE or u.src[0].op is not Ops.INDEX:
+            continue
+        buf = u.src[0].src[0]
+        while buf.op is Ops.AFTER:
+            buf = buf.src[0]
+        if buf.op is not Ops.PARAM or buf.arg.addrspace is not AddrSpace.GLOBAL:
+            continue
+        used = set(u.src[0].toposort())
+        missing = [r for r in group if r not in used]
+        if not missing:
+            continue
+        gate = reduce(lambda a, b: a & b, [r.eq(0) for r in missing])
+        if len(u.src) == 3:
+            gate = u.src[2] & gate
+        mapping[u] = UOp(Ops.STORE, (u.src[0], u.src[1], gate))
+    return sink.substitute(mapping) if mapping else sink
+
+
+def _barrier_after_stores(a: UOp, buf: UOp) -> UOp | None:
+    stores = a.src[1:]
+    if buf.arg.addrspace is not AddrSpace.LOCAL or not stores or any(s.op is Ops.BARRIER for s in stores):
+        return None
+    return UOp(Ops.AFTER, (buf, UOp(Ops.BARRIER, stores)))
+
+
+pm_insert_barriers = PatternMatcher(
+    [
+        # AFTER(local buffer, stores...) -> AFTER(local buffer, BARRIER(stores...)): every work-item's stores land
+        # before any work-item reads (the buffer is shared by the group; AFTER alone orders one work-item's code)
+        (UPat(Ops.AFTER, src=(UPat(Ops.PARAM, name="buf"),), allow_any_len=True, name="a"), _barrier_after_stores),
+    ],
+    name="pm_insert_barriers",
+)
+
+
+def gpudims(sink: UOp) -> UOp:
+    """Kernel SINK with GLOBAL/LOCAL/GROUP_REDUCE RANGEs -> the same kernel on SPECIAL indices (module doc)."""
+    rs = axes(sink)
+    glob = [r for r in rs if r.arg.axis_type is AxisType.GLOBAL]
+    group = [r for r in rs if r.arg.axis_type in GROUP_TYPES]
+    if group:
+        sink = _gate_one_writer(sink, group)
+        rs = axes(sink)
+    value: dict[UOp, UOp] = {}
+    inner = glob[::-1]  # innermost output axis first: gidx0 varies fastest between neighbouring groups
+    for d, r in enumerate(inner[: MAX_DIMS - 1] if len(inner) > MAX_DIMS else inner):
+        value[r] = _special(f"gidx{d}", _size(r))
+    if len(inner) > MAX_DIMS:
+        rest = glob[: len(glob) - (MAX_DIMS - 1)]  # outermost first
+        value.update(_merged(rest, _special(f"gidx{MAX_DIMS - 1}", _product(rest))))
+    if len(group) == 1:
+        value[group[0]] = _special("lidx0", _size(group[0]))
+    elif group:
+        value.update(_merged(group, _special("lidx0", _product(group))))
+    if not value:
+        return sink
+    out = replace_ranges(sink, value, {r: () for r in value})
+    return graph_rewrite(out, pm_insert_barriers)

@@ -1,0 +1,108 @@
+"""Hand-coded GPU opts: the same design as the CPU heuristics (heuristic.py), for a Target with gpu=True.
+
+In: a kernel SINK whose output axes are GLOBAL (optimize.to_global_axes), and the GPU Target (group limits, LOCAL
+memory). Out: the list of Opts, each checked as it is chosen (apply_opt), so later axis numbers are right.
+  - reductions to few outputs (a full sum, a softmax row): the innermost reduce axis split to GROUP_REDUCE, the
+    work-items of a group each reducing a strided share (neighbours read neighbouring elements) and combining
+    their partials through LOCAL memory (optimize/local_buffers.py);
+  - matmul-like kernels (a load the output tile reuses): a work-group tile of LOCAL axes on the two innermost
+    outputs, each work-item computing an UPCAST block of outputs with the reduce axis UNROLLed;
+  - everything else (elementwise, reductions to many outputs): the innermost output axes split to LOCAL until a
+    group holds GROUP_ITEMS work-items (the preferred multiple when the size allows), the reduce loops kept whole.
+Symbolic sizes take no opts (each group then has one work-item).
+"""
+
+from __future__ import annotations
+
+import math
+
+from unigrad.ir.args import AxisType
+from unigrad.ir.ops import Ops
+from unigrad.ir.uop import UOp
+from unigrad.pipeline.optimize.heuristic import _output_chain, _tile_reuses
+from unigrad.pipeline.optimize.opts import Opt, OptError, OptOps, Target, apply_opt, axes, bound, check_gpu_limits
+
+GROUP_ITEMS = 256  # work-items a group aims for (elementwise, group reductions)
+FEW_OUTPUTS = 1024  # a reduction with at most this many outputs splits its reduce axis over a group
+MIN_GROUP_REDUCE = 256  # ... when the reduce axis has at least this many elements
+TILE_LOCAL = (16, 8, 4, 2)  # a matmul's LOCAL tile per output axis: the first dividing it
+TILE_UPCAST = (4, 2)  # outputs per work-item along each tile axis
+TILE_UNROLL = (4, 2)  # reduce steps unrolled
+
+
+def _divisor(n: int, choices: tuple[int, ...] | range, limit: int) -> int | None:
+    return next((k for k in choices if k <= limit and n % k == 0 and k > 1), None)
+
+
+def _pow2_down(limit: int) -> range:
+    return range(1 << max(limit.bit_length() - 1, 0), 1, -1)
+
+
+class _Builder:
+    """The opts chosen so far and the kernel they make (axes are numbered on the kernel as it is now)."""
+
+    def __init__(self, sink: UOp, target: Target) -> None:
+        self.sink, self.target = sink, target
+        self.opts: list[Opt] = []
+
+    def by_id(self, rid: int) -> UOp | None:
+        return next((r for r in axes(self.sink) if r.arg.id == rid), None)
+
+    def split(self, rid: int, k: int, kind: AxisType) -> bool:
+        r = self.by_id(rid)
+        if r is None:
+            return False
+        opt = Opt(OptOps.SPLIT, axes(self.sink).index(r), (k, kind, False))
+        try:
+            sink = apply_opt(self.sink, opt)
+            check_gpu_limits(sink, opt, self.target)
+        except OptError:
+            return False
+        self.sink = sink
+        self.opts.append(opt)
+        return True
+
+    def size(self, rid: int) -> int:
+        r = self.by_id(rid)
+        return 0 if r is None else bound(r) or 0
+
+    def group(self) -> int:
+        kinds = (AxisType.LOCAL, AxisType.GROUP_REDUCE)
+        return math.prod(bound(r) or 1 for r in axes(self.sink) if r.arg.axis_type in kinds)
+
+
+def gpu_opts(sink: UOp, target: Target) -> list[Opt]:
+    """The opts for a kernel on a GPU `target` (see the module doc); [] for symbolic sizes."""
+    rs = axes(sink)
+    if any(bound(r) is None for r in rs) or target.max_group < 2:
+        return []
+    outputs = [r.arg.id for r in _output_chain(sink) if r.arg.axis_type is AxisType.GLOBAL]
+    reduces = [r for r in rs if r.arg.axis_type is AxisType.REDUCE]
+    out_size = math.prod(bound(r) or 1 for r in rs if r.arg.axis_type is AxisType.GLOBAL)
+    b = _Builder(sink, target)
+    limit = min(GROUP_ITEMS, target.max_group)
+    if reduces and out_size <= FEW_OUTPUTS and (bound(reduces[-1]) or 0) >= MIN_GROUP_REDUCE:
+        rid = reduces[-1].arg.id
+        itemsize = max(u.dtype.itemsize for u in sink.toposort() if u.op is Ops.REDUCE)
+        fit = min(limit, target.local_bytes // max(itemsize, 1))
+        if (k := _divisor(b.size(rid), _pow2_down(fit), fit)) is not None:
+            b.split(rid, k, AxisType.GROUP_REDUCE)
+        return b.opts
+    if reduces and len(outputs) >= 2 and _tile_reuses(sink, [b.by_id(i) for i in outputs], reduces[-1]):  # type: ignore[misc]
+        for rid in outputs[-2:][::-1]:  # innermost first
+            if (u := _divisor(b.size(rid), TILE_UPCAST, b.size(rid) // 2)) is not None:
+                b.split(rid, u, AxisType.UPCAST)
+            room = limit // b.group()
+            if (k := _divisor(b.size(rid), TILE_LOCAL, room)) is not None:
+                b.split(rid, k, AxisType.LOCAL)
+        rid = reduces[-1].arg.id
+        if (k := _divisor(b.size(rid), TILE_UNROLL, b.size(rid))) is not None:
+            b.split(rid, k, AxisType.UNROLL)
+        return b.opts
+    for rid in outputs[::-1]:  # innermost outputs first, until the group is full
+        room = limit // b.group()
+        if room < 2:
+            break
+        if (k := _divisor(b.size(rid), _pow2_down(room), room)) is not None:
+            b.split(rid, k, AxisType.LOCAL)
+    return b.opts

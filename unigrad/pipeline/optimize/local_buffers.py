@@ -1,0 +1,67 @@
+"""Local buffers for GROUP_REDUCE axes: the last step of Optimize on a GPU target.
+
+In: an optimized kernel SINK whose REDUCEs may range over GROUP_REDUCE axes (a reduce axis split across the
+work-items of a group). Out: the same computation where each such REDUCE is
+    partial = REDUCE(value, its other ranges)                       each work-item's share, in a register
+    lbuf    = PARAM(LOCAL, shape (n,))                              n = the work-items (and lanes) of a group
+    STORE(INDEX(lbuf, item), partial)                               every work-item stores its partial
+    REDUCE(LOAD(INDEX(AFTER(lbuf, store), item with G := g')), g')  and reduces all of them over new REDUCE
+                                                                    ranges g' (one per GROUP_REDUCE axis)
+`item` is the work-item's place in the group: its LOCAL and GROUP_REDUCE ranges (and the UPCAST lanes the partial
+has), row-major. Every work-item computes the same total, so the kernel's result does not depend on its
+GROUP_REDUCE ranges any more; gpudims gates the global store to one writer per group, and its barrier rule puts a
+BARRIER between the stores and the loads (nothing here orders them but AFTER).
+"""
+
+from __future__ import annotations
+
+import math
+
+from unigrad.ir.args import AddrSpace, AxisType, LoadArg, ParamArg
+from unigrad.ir.ops import Ops
+from unigrad.ir.uop import UOp
+from unigrad.pipeline.expand import open_ranges
+from unigrad.pipeline.optimize.opts import axes, bound
+
+LOCAL = LoadArg(None, AddrSpace.LOCAL)
+# ranges that are a work-item's own coordinates in its group (its partial's slot depends on them); GLOBAL ranges
+# (group ids) need no slot: each group has its own LOCAL memory
+SLOT_TYPES = (AxisType.LOCAL, AxisType.GROUP_REDUCE, AxisType.UPCAST, AxisType.UNROLL)
+
+
+def _linear(rs: list[UOp]) -> UOp:
+    """Row-major position of the ranges' values (the last varies fastest); 0 for none."""
+    out = UOp.index_const(0)
+    for r in rs:
+        out = out * bound(r) + r
+    return out
+
+
+def group_reduces_to_locals(sink: UOp) -> UOp:
+    """Kernel SINK -> each REDUCE over GROUP_REDUCE ranges through a LOCAL buffer (see the module doc)."""
+    reduces = [u for u in sink.toposort() if u.op is Ops.REDUCE and _groups(u)]
+    if not reduces:
+        return sink
+    next_slot = 0
+    next_id = max(r.arg.id for r in axes(sink)) + 1
+    mapping: dict[UOp, UOp] = {}
+    for orig in reduces:  # sources first: a later REDUCE may read an earlier one's value
+        red = orig.substitute(mapping)
+        groups = _groups(red)
+        others = [r for r in red.src[1:] if r not in groups]
+        partial = UOp(Ops.REDUCE, (red.src[0], *others), red.arg) if others else red.src[0]
+        open_at = open_ranges(partial)[partial]
+        slots = sorted((r for r in open_at if r.arg.axis_type in SLOT_TYPES), key=lambda r: r.arg.id)
+        size = math.prod(bound(r) for r in slots)  # type: ignore[misc]
+        lbuf = UOp(Ops.PARAM, (UOp.shape_src((size,)),), ParamArg(next_slot, red.dtype, None, AddrSpace.LOCAL))
+        next_slot += 1
+        store = UOp(Ops.STORE, (UOp(Ops.INDEX, (lbuf, _linear(slots))), partial))
+        fresh = {g: UOp.range(bound(g), next_id + i, AxisType.REDUCE) for i, g in enumerate(groups)}  # type: ignore[arg-type]
+        next_id += len(groups)
+        read = UOp(Ops.INDEX, (UOp(Ops.AFTER, (lbuf, store)), _linear([fresh.get(r, r) for r in slots])))
+        mapping[orig] = UOp(Ops.REDUCE, (UOp(Ops.LOAD, (read,), LOCAL), *fresh.values()), red.arg)
+    return sink.substitute(mapping)
+
+
+def _groups(red: UOp) -> list[UOp]:
+    return [r for r in red.src[1:] if r.op is Ops.RANGE and r.arg.axis_type is AxisType.GROUP_REDUCE]
