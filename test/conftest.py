@@ -3,6 +3,7 @@ marked `pytest.mark.flavor("torch")`, or the module is one of TORCH_MODULES belo
 against torch: its names, nn layers, optimizers, data loading, autograd functions, printing). The knobs a test may leave changed (the flavor, default dtypes, train mode)
 are reset around each test, so one test's `import unigrad.torch` or `dtypes.default_float = ...` never leaks."""
 
+import numpy as np
 import pytest
 
 from unigrad import config as ucfg
@@ -46,11 +47,33 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "flavor(name): run the test under this flavor ('tinygrad' or 'torch')")
 
 
+def _cl_lacks(dtype_name: str) -> bool:
+    """The OpenCL device lacks this dtype (PoCL: no cl_khr_fp16); False where there is no OpenCL at all."""
+    from unigrad.runtime.support import opencl as cl
+
+    if cl.unavailable() is not None:
+        return False
+    from unigrad.dtype import dtypes
+    from unigrad.runtime import Device
+
+    return not Device["CL"].info.supports(getattr(dtypes, dtype_name))
+
+
+def _half_param(value: object) -> bool:
+    return str(value) in ("float16", "half", "dtypes.float16", "<class 'numpy.float16'>") or value is np.float16
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    skip_half: bool | None = None
     for item in items:
         path = item.path.as_posix()
         if any(path.endswith("test/" + m) for m in TORCH_MODULES) and item.get_closest_marker("flavor") is None:
             item.add_marker(pytest.mark.flavor("torch"))
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if params.get("device") == "CL" and any(_half_param(v) for v in params.values()):
+            skip_half = _cl_lacks("float16") if skip_half is None else skip_half
+            if skip_half:
+                item.add_marker(pytest.mark.skip(reason="this OpenCL device has no cl_khr_fp16 (PoCL: none)"))
 
 
 @pytest.fixture(autouse=True)
