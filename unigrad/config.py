@@ -77,6 +77,12 @@ PYTHON_GPU = _knob(
 POOL_SPIN_US = _knob(
     "POOL_SPIN_US", int, 1000, "microseconds an idle worker thread polls for the next kernel before it sleeps"
 )
+DIST_TIMEOUT = _knob(
+    "DIST_TIMEOUT", float, 300.0, "seconds a unigrad.distributed collective waits for the other ranks before it raises"
+)
+DIST_CHECK = _knob(
+    "DIST_CHECK", int, 1, "1: every collective first compares shapes and dtypes across its ranks (0 skips that)"
+)
 
 
 @contextlib.contextmanager

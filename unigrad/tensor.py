@@ -163,6 +163,10 @@ _retained: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionar
 # tensors with gradient hooks (register_hook), by id, and their hooks by handle id (in registration order)
 _hooked: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
 _hook_fns: dict[int, dict[int, Callable[[Tensor], Tensor | None]]] = {}
+# hooks run by backward() on a leaf after its .grad got this backward's gradient (register_post_accumulate_grad_hook),
+# by the leaf's id, then by handle id; the leaf's weak entry tells a freed leaf's hooks from a new one's
+_post_hooked: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDictionary()
+_post_hook_fns: dict[int, dict[int, Callable[[Tensor], None]]] = {}
 
 
 def _gradient_hooks() -> dict[UOp, Callable[[UOp], UOp]]:
@@ -448,6 +452,19 @@ def _writes_read_by(ts: tuple[Tensor, ...]) -> list[Tensor]:
         return []
     nodes = set(UOp(Ops.SINK, tuple(t.uop for t in ts)).toposort())
     return [owner for node, owner in pending.items() if node not in nodes and _buffer_under(node.src[0]) in nodes]
+
+
+def realize_readers(t: Tensor) -> None:
+    """t's buffer is about to be written outside a kernel (a collective writing into it, unigrad.distributed): the
+    live lazy tensors whose graphs read that buffer are computed first, so they keep the values from before the
+    write (as torch computed them at their call). A view of the buffer is no reader: it shows the new values."""
+    written = _buffer_under(t.uop)
+    candidates = [
+        o for o in _live_made(keep_realized=False) if o is not t and view_base(o.uop).op not in (Ops.BUFFER, Ops.AFTER)
+    ]
+    readers = [o for o in candidates if written in o.uop.toposort()]
+    if readers:
+        Tensor.realize(*readers)
 
 
 def forget_backward_roots() -> None:
@@ -1201,6 +1218,24 @@ class Tensor(
         fns[handle.id] = hook
         return handle
 
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
+        """hook(self) runs in backward() after this leaf's .grad got the gradient of that backward (torch's name).
+        backward() fills every .grad first (lazily, one graph), then runs these hooks, leaf by leaf: a hook sees the
+        new .grad of every leaf. Returns a handle whose remove() unregisters it."""
+        if not self.is_leaf:
+            raise RuntimeError("register_post_accumulate_grad_hook: post accumulate grad hooks go on leaf tensors only")
+        if not self._requires_grad:
+            raise RuntimeError(
+                "register_post_accumulate_grad_hook: cannot register a hook on a tensor that doesn't require gradient"
+            )
+        fns = _post_hook_fns.setdefault(id(self), {})
+        if _post_hooked.get(id(self)) is not self:  # a new tensor under a freed one's id
+            fns.clear()
+            _post_hooked[id(self)] = self
+        handle = RemovableHandle(fns)
+        fns[handle.id] = hook
+        return handle
+
     @property
     def retains_grad(self) -> bool:
         return _retained.get(id(self)) is self
@@ -1290,6 +1325,7 @@ class Tensor(
             _backward_roots[id(self)] = self
         leaves = list(_leaves.values()) + list(_retained.values())
         root, *graphs = _resolve_assigns([self.uop, *(t.uop for t in leaves)])
+        filled = []
         for t, g in zip(leaves, gradients(root, root_grad, graphs, _gradient_hooks() if _hook_fns else None)):
             if g is not None:
                 gt = Tensor(g, device=t.device)
@@ -1298,6 +1334,11 @@ class Tensor(
                 t.grad = gt if t.grad is None else t.grad + gt
                 if id(t) not in lone:
                     _grad_siblings[id(t.grad)] = t.grad
+                filled.append(t)
+        for t in filled if _post_hook_fns else ():
+            if _post_hooked.get(id(t)) is t:
+                for fn in list(_post_hook_fns.get(id(t), {}).values()):
+                    fn(t)
         return self
 
     def _decide_parameters(self, unmarked: bool = False, lone: set[int] | None = None) -> bool:

@@ -48,6 +48,11 @@ class Allocator:
     def free(self, handle: Any, nbytes: int) -> None:
         """A buffer is gone: its memory may be reused (default: left to the garbage collector)."""
 
+    def host_view(self, handle: Any, nbytes: int) -> np.ndarray | None:
+        """The buffer's bytes as a writable uint8 numpy array over its own memory, where the host can address it
+        (MPI reads and writes it without a copy: unigrad.distributed); None where it cannot (default)."""
+        return None
+
 
 class Compiler:
     def compile(self, src: str) -> bytes:

@@ -89,6 +89,11 @@ class CPUAllocator(Allocator):
         ctypes.memmove(out.ctypes.data, handle[1], out.nbytes)
         return out
 
+    def host_view(self, handle: Any, nbytes: int) -> np.ndarray:
+        raw, addr = handle
+        start = addr - raw.ctypes.data  # the aligned start inside the keep-alive array
+        return raw[start : start + nbytes]
+
 
 def vector_unit(flags: frozenset[str], machine: str) -> tuple[int, int]:
     """(bytes per vector register, vector registers) of a CPU with these /proc/cpuinfo flags ("flags" on x86,
