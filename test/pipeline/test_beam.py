@@ -78,7 +78,7 @@ def cachedir(tmp_path: pathlib.Path):
 def test_search_keeps_the_fastest_and_replays() -> None:
     out, ref = matmul()
     ast, bufs = kernel_of(out)
-    best = search.beam_search(ast, 1, 2, made_up_cost)
+    best = search.beam_search(ast, Target(1), 2, made_up_cost)
     opts = best.arg.opts
     assert opts and copies(best) > 1, opts
     assert copies(best) * len(best.toposort()) <= search.MAX_BODY  # bounded: quick to compile
@@ -96,7 +96,7 @@ def test_search_without_a_gain_keeps_the_plain_kernel() -> None:
         calls.append(len(sinks))
         return [1.0] * len(sinks)
 
-    assert search.beam_search(ast, 2, 2, flat) is ast
+    assert search.beam_search(ast, Target(2), 2, flat) is ast
     assert len(calls) == 2  # the plain kernel, then one round that found nothing faster
 
 
@@ -112,19 +112,19 @@ def test_illegal_candidates_are_skipped(monkeypatch: pytest.MonkeyPatch) -> None
     for opt in illegal:
         with pytest.raises(OptError):
             apply_opt(ast, opt)
-    monkeypatch.setattr(search, "actions", lambda threads: (*illegal, legal))
+    monkeypatch.setattr(search, "actions", lambda threads, gpu=False: (*illegal, legal))
     measured: list[UOp] = []
 
     def measure(sinks: list[UOp]) -> list[float]:
         measured.extend(sinks)
         return made_up_cost(sinks)
 
-    best = search.beam_search(ast, 1, 2, measure)
+    best = search.beam_search(ast, Target(1), 2, measure)
     assert best.arg.opts[0] == legal
     assert [s.arg.opts for s in measured[:2]] == [(), (legal,)]  # the plain kernel, then the one legal action
     assert all(s.arg.opts[-1] == legal for s in measured[1:])
     # the real action space: most actions are illegal for a given kernel, the candidates are the legal ones
-    assert 0 < len(search.candidates(ast, 2)) < len(search.actions(2))
+    assert 0 < len(search.candidates(ast, Target(2))) < len(search.actions(2))
 
 
 def test_optimize_needs_a_measure_to_search() -> None:
@@ -133,7 +133,7 @@ def test_optimize_needs_a_measure_to_search() -> None:
         assert optimize(ast, avx512(1)) is optimize(
             ast.replace(arg=KernelInfo(ast.arg.name)), avx512(1)
         )  # heuristics, no timer
-        assert optimize(ast, avx512(1), made_up_cost) is search.beam_search(ast, 1, 2, made_up_cost)
+        assert optimize(ast, avx512(1), made_up_cost) is search.beam_search(ast, Target(1), 2, made_up_cost)
 
 
 # ---- on the CPU

@@ -271,3 +271,19 @@ def test_unsupported_dtype_on_cl_is_a_clear_error():
         pytest.skip("this OpenCL device has cl_khr_fp16")
     with pytest.raises((TypeError, NotImplementedError), match="float16.*CL"):
         Tensor(rand(4), device="CL").half().numpy()
+
+
+@pytest.mark.parametrize("device", GPUS)
+def test_beam_searches_work_group_splits(device, tmp_path):
+    """BEAM on a GPU device tries LOCAL and GROUP_REDUCE splits (timed with device events on CL) and the kernel it
+    picks computes the same result."""
+    a = rand(8, 256)
+    with on_gpu(device), Context(BEAM=2, CACHEDIR=str(tmp_path)):
+        t = Tensor(a, device=device).realize()
+        ast, _ = kernel_of(t.sum(1), device)
+        from unigrad.pipeline.optimize import search
+
+        kinds = {c.arg.opts[-1].arg[1] for c in search.candidates(ast, Device[device].target) if c.arg.opts}
+        assert {L, G} <= kinds and AxisType.THREAD not in kinds
+        got = t.sum(1).numpy()
+    np.testing.assert_allclose(got, a.sum(1), rtol=1e-5, atol=1e-5)

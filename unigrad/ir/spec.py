@@ -47,6 +47,10 @@ SRC_COUNT: dict[Ops, tuple[int, int | None]] = {
     Ops.STORE: (2, 3),
     Ops.RANGE: (1, 1),
     Ops.END: (2, 2),
+    Ops.IF: (1, 1),
+    Ops.ENDIF: (2, None),
+    Ops.SPECIAL: (1, 1),
+    Ops.BARRIER: (1, None),
     Ops.AFTER: (1, None),
     Ops.GETTUPLE: (1, 1),
     Ops.FUNCTION: (1, None),
@@ -202,7 +206,8 @@ def verify_function(fn: UOp) -> None:
 
 KERNEL_OPS = GroupOp.ALU | {Ops.SINK, Ops.END, Ops.STORE, Ops.INDEX, Ops.LOAD, Ops.RANGE, Ops.CONST, Ops.PARAM}
 KERNEL_OPS = KERNEL_OPS | {Ops.REDUCE, Ops.STACK, Ops.BITCAST}
-EXPANDED_OPS = (KERNEL_OPS - {Ops.REDUCE}) | {Ops.AFTER}
+# ... and a GPU kernel's: SPECIAL indices, LOCAL arrays' BARRIERs (gpudims), IF blocks (gates_to_ifs)
+EXPANDED_OPS = (KERNEL_OPS - {Ops.REDUCE}) | {Ops.AFTER, Ops.SPECIAL, Ops.BARRIER, Ops.IF, Ops.ENDIF}
 
 
 def _verify_lowered(sink: UOp, allowed: frozenset[Ops] | set[Ops], stage: str) -> None:
@@ -229,7 +234,7 @@ def verify_expanded(sink: UOp) -> None:
 
 
 def verify_linear(linear: UOp) -> None:
-    """After linearize: every source listed before its user; RANGE/END properly nested."""
+    """After linearize: every source listed before its user; RANGE/END and IF/ENDIF properly nested."""
     if linear.op is not Ops.LINEAR:
         raise SpecError(f"linearize: expected LINEAR, found {linear.op.name}")
     seen: set[UOp] = set()
@@ -238,12 +243,14 @@ def verify_linear(linear: UOp) -> None:
         for s in u.src:
             if s not in seen and s.op is not Ops.STACK and u.op is not Ops.PARAM:
                 raise SpecError(f"{u.op.name} at position {i}: source {s.op.name} is used before it is listed")
-        if u.op is Ops.RANGE:
+        if u.op in (Ops.RANGE, Ops.IF):
             open_ranges.append(u)
-        elif u.op is Ops.END:
-            if not open_ranges or open_ranges[-1] is not u.src[1]:
-                raise SpecError(f"END at position {i}: closes a range that is not the innermost open one")
+        elif u.op in (Ops.END, Ops.ENDIF):
+            if not open_ranges or open_ranges[-1] is not u.src[1 if u.op is Ops.END else 0]:
+                raise SpecError(f"{u.op.name} at position {i}: closes a scope that is not the innermost open one")
             open_ranges.pop()
+        elif u.op is Ops.SPECIAL and not (isinstance(u.arg, str) and u.arg[:4] in ("gidx", "lidx")):
+            _fail(u, "arg", "gidx<d> or lidx<d>", u.arg)
         seen.add(u)
     if open_ranges:
         raise SpecError(f"LINEAR: {len(open_ranges)} RANGE(s) never closed")

@@ -10,7 +10,9 @@ its GROUP_REDUCEs through LOCAL buffers: optimize/local_buffers.py). Out: the sa
   - their ENDs are gone (a SPECIAL is no loop: every work-item runs the body once);
   - a global STORE whose address does not depend on some GROUP_REDUCE/LOCAL axis (a group reduction's result,
     the same in every work-item) is gated to the work-item where that axis is 0: one writer per group;
-  - pm_insert_barriers: a LOAD of a LOCAL buffer that reads after stores to it reads after a BARRIER of them.
+  - pm_insert_barriers: a LOAD of a LOCAL buffer that reads after stores to it reads after a BARRIER of them, and a
+    store into a reused one after the earlier use's loads stores after a BARRIER of them.
+After expand, gates_to_ifs turns gated stores into IF/ENDIF blocks (linearize nests them like loops).
 A SPECIAL's bound is its dimension's size (an index UOp: symbolic where the axis is); the renderer collects them
 into the kernel's launch sizes (KernelSignature.global_size/local_size: groups per dimension, work-items per group).
 """
@@ -74,21 +76,35 @@ def _gate_one_writer(sink: UOp, group: list[UOp]) -> UOp:
     return sink.substitute(mapping) if mapping else sink
 
 
-def _barrier_after_stores(a: UOp, buf: UOp) -> UOp | None:
-    stores = a.src[1:]
-    if buf.arg.addrspace is not AddrSpace.LOCAL or not stores or any(s.op is Ops.BARRIER for s in stores):
+def _barrier_after(a: UOp, buf: UOp) -> UOp | None:
+    deps = a.src[1:]
+    if buf.arg.addrspace is not AddrSpace.LOCAL or not deps or any(s.op is Ops.BARRIER for s in deps):
         return None
-    return UOp(Ops.AFTER, (buf, UOp(Ops.BARRIER, stores)))
+    return UOp(Ops.AFTER, (buf, UOp(Ops.BARRIER, deps)))
 
 
 pm_insert_barriers = PatternMatcher(
     [
-        # AFTER(local buffer, stores...) -> AFTER(local buffer, BARRIER(stores...)): every work-item's stores land
-        # before any work-item reads (the buffer is shared by the group; AFTER alone orders one work-item's code)
-        (UPat(Ops.AFTER, src=(UPat(Ops.PARAM, name="buf"),), allow_any_len=True, name="a"), _barrier_after_stores),
+        # AFTER(local buffer, deps...) -> AFTER(local buffer, BARRIER(deps...)): a LOCAL array is shared by the group,
+        # and AFTER alone orders one work-item's code. A load after stores (the deps): every work-item's stores land
+        # before any reads; a store after loads (a reused array: the deps are the earlier use's reads): every
+        # work-item has read before any overwrites
+        (UPat(Ops.AFTER, src=(UPat(Ops.PARAM, name="buf"),), allow_any_len=True, name="a"), _barrier_after),
     ],
     name="pm_insert_barriers",
 )
+
+
+def gates_to_ifs(sink: UOp) -> UOp:
+    """Each gated STORE (a one-writer gate, a padded lane) -> an IF block: ENDIF(IF(gate), STORE(idx, val, IF)).
+    A STORE whose third source is an IF is inside that block, not gated; each block has its own IF (the arg numbers
+    them: blocks with one condition in two places stay two blocks). After expand: the lanes' copies are stores."""
+    mapping: dict[UOp, UOp] = {}
+    for u in sink.toposort():
+        if u.op is Ops.STORE and len(u.src) == 3 and u.src[2].op is not Ops.IF:
+            block = UOp(Ops.IF, (u.src[2],), len(mapping))
+            mapping[u] = UOp(Ops.ENDIF, (block, UOp(Ops.STORE, (u.src[0], u.src[1], block))))
+    return sink.substitute(mapping) if mapping else sink
 
 
 def gpudims(sink: UOp) -> UOp:

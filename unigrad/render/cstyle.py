@@ -463,6 +463,12 @@ class CStyleLanguage:
                 emit(f"{index_t} {u.arg} = {self.special(u.arg)};")
             elif op is Ops.BARRIER:
                 emit(self.barrier)
+            elif op is Ops.IF:
+                emit(f"if ({r[u.src[0]]}) {{")
+                depth += 1
+            elif op is Ops.ENDIF:
+                depth -= 1
+                emit("}")
             elif op is Ops.END:
                 depth -= 1
                 emit("}")
@@ -495,7 +501,8 @@ class CStyleLanguage:
                 emit(f"{self.ctype(u.dtype)} {v} = {load};")
             elif op is Ops.STORE:
                 store = self.store(u, r[u.src[0]], r[u.src[1]])
-                emit(f"if ({r[u.src[2]]}) {store}" if len(u.src) == 3 else store)
+                gated = len(u.src) == 3 and u.src[2].op is not Ops.IF  # a store in an IF block is already inside it
+                emit(f"if ({r[u.src[2]]}) {store}" if gated else store)
             elif op is Ops.SINK:
                 continue
             elif _vec(u) and u not in values and vector_base(u) is not None:

@@ -105,16 +105,20 @@ class PythonProgram:
                 self.code.append(("special", i, (), u.arg))
             elif op is Ops.BARRIER:
                 self.code.append(("barrier", i, (), None))
+            elif op is Ops.IF:
+                endif = next(j for j in range(i + 1, len(uops)) if uops[j].op is Ops.ENDIF and uops[j].src[0] is u)
+                self.code.append(("if", i, srcs, endif))
             elif op in (Ops.AFTER, Ops.INDEX, Ops.LOAD, Ops.STORE):
                 self.code.append((op.name.lower(), i, srcs, None))
-            elif op in (Ops.STACK, Ops.SINK, Ops.GROUP):
+            elif op in (Ops.STACK, Ops.SINK, Ops.GROUP, Ops.ENDIF):
                 self.code.append(("nop", i, (), None))
             elif op is Ops.BITCAST:
                 self.code.append(("alu", i, srcs, functools.partial(bitcast, src=u.src[0].dtype, dst=u.dtype)))
             else:
                 self.code.append(("alu", i, srcs, _alu(op, u.dtype)))
 
-    def __call__(self, bufs: list[Any], var_vals: dict[str, int]) -> None:
+    def __call__(self, bufs: list[Any], var_vals: dict[str, int], wait: bool = False) -> None:
+        """Run on `bufs` (by slot) and the Variables' values (`wait`: every run is synchronous here)."""
         mem = {slot: bufs[slot].handle for slot, _ in self.sig.buffers}  # unused buffers are not in the code
         if not self.sig.gpu:
             for _ in self._lane(mem, var_vals, {}, None, 0):
@@ -201,6 +205,11 @@ class PythonProgram:
                 r[d] = group[0][slot]
             elif kind == "barrier":
                 yield True
+            elif kind == "if":
+                r[d] = bool(r[s[0]])
+                if not r[d]:  # skip the block: on after its ENDIF
+                    pc = x + 1
+                    continue
             pc += 1
 
 

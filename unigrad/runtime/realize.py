@@ -34,7 +34,7 @@ from unigrad.ir.uop import UOp, toposort_memo, variables_of
 from unigrad.pipeline.callify import callify, function_params, inline_functions, is_buffer_input, is_traced_call
 from unigrad.pipeline.expand import expand
 from unigrad.pipeline.isel import isel
-from unigrad.pipeline.gpudims import gpudims
+from unigrad.pipeline.gpudims import gates_to_ifs, gpudims
 from unigrad.pipeline.linearize import linearize
 from unigrad.pipeline.memplan import MemoryPlan, first_written, plan_memory
 from unigrad.pipeline.optimize import Target, optimize
@@ -456,9 +456,12 @@ def lower(device: str, sink: UOp) -> Lowered:
     """An optimized kernel SINK -> expand -> isel -> linearize -> render for `device` (not compiled, not cached)."""
     dev = Device[device]
     name = sink.arg.name if sink.arg is not None else "kernel"
-    if dev.target.gpu:
+    gpu = dev.target.gpu
+    if gpu:
         sink = gpudims(sink)
     sink = expand(sink)
+    if gpu:
+        sink = gates_to_ifs(sink)
     if config.SPEC.value:
         verify_expanded(sink)
     sink = isel(sink, dev.renderer.decompose)
@@ -495,8 +498,8 @@ def _run(ast: UOp, bufs: list[Buffer], var_vals: dict[str, int]) -> None:
     for b in bufs:
         b.ensure_allocated()
     t0 = time.perf_counter()
-    ck.program(bufs, var_vals)
-    dt = time.perf_counter() - t0
+    event_time = ck.program(bufs, var_vals)  # a GPU program gives its device-event time when DEBUG>=2
+    dt = event_time if isinstance(event_time, float) else time.perf_counter() - t0
     GlobalCounters.launched(ck, dt)
     stats.kernels += 1
     stats.last_kernels.append(ast)

@@ -47,8 +47,9 @@ def optimize(sink: UOp, target: Target, measure: Measure | None = None) -> UOp:
         out = apply_opts(sink.replace(arg=KernelInfo(info.name)), info.opts, target)
     elif config.NOOPT.value:
         out = sink
-    elif config.BEAM.value and measure is not None and not target.gpu:
-        out = beam_search(sink, target.threads, int(config.BEAM.value), measure)
+    elif config.BEAM.value and measure is not None:
+        timed = measure if not target.gpu else (lambda ks: measure([group_reduces_to_locals(k) for k in ks]))
+        out = beam_search(sink, target, int(config.BEAM.value), timed)
     else:
         out = apply_opts(sink, (gpu_opts if target.gpu else hand_coded_opts)(sink, target), target)
     return group_reduces_to_locals(out) if target.gpu else out

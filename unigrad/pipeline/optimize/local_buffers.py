@@ -11,12 +11,18 @@ work-items of a group). Out: the same computation where each such REDUCE is
 has), row-major. Every work-item computes the same total, so the kernel's result does not depend on its
 GROUP_REDUCE ranges any more; gpudims gates the global store to one writer per group, and its barrier rule puts a
 BARRIER between the stores and the loads (nothing here orders them but AFTER).
+
+LOCAL storage is planned here too (the Register/Memory Plan's LOCAL part: the order of the uses is decided where the
+buffers are made): the group reductions of one dtype share one array, as big as the largest needs. A later use's
+stores go to AFTER(array, the earlier use's result), so every work-item has read the earlier partials before any
+overwrites them (the barrier rule makes that AFTER a BARRIER too). A softmax row's max and sum take one array.
 """
 
 from __future__ import annotations
 
 import math
 
+from unigrad.dtype import DType
 from unigrad.ir.args import AddrSpace, AxisType, LoadArg, ParamArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
@@ -42,25 +48,39 @@ def group_reduces_to_locals(sink: UOp) -> UOp:
     reduces = [u for u in sink.toposort() if u.op is Ops.REDUCE and _groups(u)]
     if not reduces:
         return sink
-    next_slot = 0
     next_id = max(r.arg.id for r in axes(sink)) + 1
+    plans = [_plan(red) for red in reduces]
+    sizes: dict[DType, int] = {}
+    for red, (_, slots) in zip(reduces, plans):
+        sizes[red.dtype] = max(sizes.get(red.dtype, 1), math.prod(bound(r) for r in slots))  # type: ignore[misc]
+    arrays = {
+        dt: UOp(Ops.PARAM, (UOp.shape_src((n,)),), ParamArg(i, dt, None, AddrSpace.LOCAL))
+        for i, (dt, n) in enumerate(sizes.items())
+    }
+    last_reader: dict[DType, UOp] = {}  # the REDUCE that last read each array
     mapping: dict[UOp, UOp] = {}
-    for orig in reduces:  # sources first: a later REDUCE may read an earlier one's value
-        red = orig.substitute(mapping)
-        groups = _groups(red)
-        others = [r for r in red.src[1:] if r not in groups]
-        partial = UOp(Ops.REDUCE, (red.src[0], *others), red.arg) if others else red.src[0]
-        open_at = open_ranges(partial)[partial]
-        slots = sorted((r for r in open_at if r.arg.axis_type in SLOT_TYPES), key=lambda r: r.arg.id)
-        size = math.prod(bound(r) for r in slots)  # type: ignore[misc]
-        lbuf = UOp(Ops.PARAM, (UOp.shape_src((size,)),), ParamArg(next_slot, red.dtype, None, AddrSpace.LOCAL))
-        next_slot += 1
-        store = UOp(Ops.STORE, (UOp(Ops.INDEX, (lbuf, _linear(slots))), partial))
+    for orig, (partial, slots) in zip(reduces, plans):  # sources first: a later REDUCE may read an earlier one
+        partial = partial.substitute(mapping)
+        lbuf = arrays[orig.dtype]
+        target = UOp(Ops.AFTER, (lbuf, last_reader[orig.dtype])) if orig.dtype in last_reader else lbuf
+        store = UOp(Ops.STORE, (UOp(Ops.INDEX, (target, _linear(slots))), partial))
+        groups = _groups(orig)
         fresh = {g: UOp.range(bound(g), next_id + i, AxisType.REDUCE) for i, g in enumerate(groups)}  # type: ignore[arg-type]
         next_id += len(groups)
         read = UOp(Ops.INDEX, (UOp(Ops.AFTER, (lbuf, store)), _linear([fresh.get(r, r) for r in slots])))
-        mapping[orig] = UOp(Ops.REDUCE, (UOp(Ops.LOAD, (read,), LOCAL), *fresh.values()), red.arg)
+        mapping[orig] = last_reader[orig.dtype] = UOp(
+            Ops.REDUCE, (UOp(Ops.LOAD, (read,), LOCAL), *fresh.values()), orig.arg
+        )
     return sink.substitute(mapping)
+
+
+def _plan(red: UOp) -> tuple[UOp, list[UOp]]:
+    """(each work-item's partial, the ranges its slot in the LOCAL array is indexed by)."""
+    groups = _groups(red)
+    others = [r for r in red.src[1:] if r not in groups]
+    partial = UOp(Ops.REDUCE, (red.src[0], *others), red.arg) if others else red.src[0]
+    slots = sorted((r for r in open_ranges(partial)[partial] if r.arg.axis_type in SLOT_TYPES), key=lambda r: r.arg.id)
+    return partial, slots
 
 
 def _groups(red: UOp) -> list[UOp]:

@@ -1,6 +1,6 @@
 """BEAM search: choose a kernel's opts by timing candidates instead of by the hand-coded heuristics.
 
-In: a kernel SINK from rangeify (no opts applied), the thread count, the beam width and `measure`, a callback
+In: a kernel SINK from rangeify (no opts applied), the Target, the beam width and `measure`, a callback
 from the runtime that times candidate kernels on the device (this stage cannot run anything itself).
 Out: the fastest kernel found, opts applied and recorded in its KernelInfo (so they replay and cache).
 
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from unigrad.ir.args import AxisType
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.expand import EXPANDED
-from unigrad.pipeline.optimize.opts import Opt, OptError, OptOps, apply_opt, axes, bound
+from unigrad.pipeline.optimize.opts import Opt, OptError, OptOps, Target, apply_opt, axes, bound, check_gpu_limits
 
 # measure(candidates) -> seconds per candidate (math.inf for one that failed to compile or run)
 Measure = Callable[[list[UOp]], list[float]]
@@ -27,20 +27,25 @@ Measure = Callable[[list[UOp]], list[float]]
 MAX_AXES = 8  # actions address axes 0..MAX_AXES-1; kernels with more keep their later axes as they are
 UPCAST_AMOUNTS = (2, 3, 4, 8, 16)  # register tiles of an output axis
 UNROLL_AMOUNTS = (2, 4, 8, 16, 32)  # split accumulators of a reduce axis
+GROUP_AMOUNTS = (2, 4, 8, 16, 32, 64, 128, 256)  # work-items a LOCAL/GROUP_REDUCE split gives a group (GPU)
 MAX_ROUNDS = 5  # opts added at most: bounds the search of a kernel to a few seconds
 MAX_BODY = 4096  # UOps of the kernel times its UPCAST/UNROLL copies: bigger candidates compile too slowly
 MIN_GAIN = 0.99  # a round must beat the best time by 1% to go on (timings are noisy)
 
 
 @functools.cache
-def actions(threads: int) -> tuple[Opt, ...]:
-    """The action space: every Opt a round tries on a kernel (most are illegal for a given kernel and skipped)."""
+def actions(threads: int, gpu: bool = False) -> tuple[Opt, ...]:
+    """The action space: every Opt a round tries on a kernel (most are illegal for a given kernel and skipped).
+    A GPU's adds work-group splits (LOCAL from an output axis, GROUP_REDUCE from a reduce axis) and has no THREAD."""
     out: list[Opt] = []
     for axis in range(MAX_AXES):
         out += [Opt(OptOps.SPLIT, axis, (k, AxisType.UPCAST, False)) for k in UPCAST_AMOUNTS]
         out += [Opt(OptOps.SPLIT, axis, (k, AxisType.UNROLL, False)) for k in UNROLL_AMOUNTS]
-        if threads > 1:  # one chunk per core, or two (uneven work per chunk evens out)
+        if threads > 1 and not gpu:  # one chunk per core, or two (uneven work per chunk evens out)
             out += [Opt(OptOps.SPLIT, axis, (k, AxisType.THREAD, True)) for k in (threads, 2 * threads)]
+        if gpu:
+            out += [Opt(OptOps.SPLIT, axis, (k, AxisType.LOCAL, False)) for k in GROUP_AMOUNTS]
+            out += [Opt(OptOps.SPLIT, axis, (k, AxisType.GROUP_REDUCE, top)) for k in GROUP_AMOUNTS for top in (0, 1)]
         out += [Opt(OptOps.SWAP, axis, other) for other in range(axis + 1, MAX_AXES)]
     return tuple(out)
 
@@ -51,18 +56,22 @@ def _small_enough(sink: UOp) -> bool:
     return copies * len(sink.toposort()) <= MAX_BODY
 
 
-def candidates(sink: UOp, threads: int) -> list[UOp]:
-    """`sink` with each legal action applied: one candidate kernel per action (illegal actions are skipped)."""
+def candidates(sink: UOp, target: Target) -> list[UOp]:
+    """`sink` with each legal action applied: one candidate kernel per action (illegal actions, and on a GPU those
+    over its limits, are skipped)."""
     out: list[UOp] = []
-    for opt in actions(threads):
+    for opt in actions(target.threads, target.gpu):
         try:
-            out.append(apply_opt(sink, opt))
+            c = apply_opt(sink, opt)
+            if target.gpu:
+                check_gpu_limits(c, opt, target)
         except OptError:
             continue
+        out.append(c)
     return [c for c in out if _small_enough(c)]
 
 
-def beam_search(sink: UOp, threads: int, width: int, measure: Measure) -> UOp:
+def beam_search(sink: UOp, target: Target, width: int, measure: Measure) -> UOp:
     """The fastest of the kernels reachable from `sink` by a few actions, as `measure` times them.
 
     In: a kernel SINK without opts. Out: the chosen kernel with its opts applied (KernelInfo.opts records them);
@@ -73,7 +82,7 @@ def beam_search(sink: UOp, threads: int, width: int, measure: Measure) -> UOp:
     for _ in range(MAX_ROUNDS):
         fresh: list[UOp] = []
         for k in beam:
-            for c in candidates(k, threads):
+            for c in candidates(k, target):
                 if c.src not in seen:
                     seen.add(c.src)
                     fresh.append(c)
