@@ -72,6 +72,7 @@ from bench import machine
 from bench.micro import N_OPS, chain, chain_consts, inputs, tensors
 from unigrad import Tensor, TinyJit, config, nn
 from unigrad.nn import optim
+from unigrad.runtime import Device
 from unigrad.runtime import realize as rt
 
 R = TypeVar("R")
@@ -153,6 +154,21 @@ class Timing:
     kernels_per_run: float | None = None  # unigrad kernels run per timed call (in-process cases only)
 
 
+def _synchronized(run: Callable[[], R]) -> Callable[[], R]:
+    """run, waiting for the default device's queue when it runs kernels asynchronously (CL): a timed call ends when
+    its kernels have run, not when they are queued."""
+    sync = getattr(Device[str(config.DEVICE.value)], "synchronize", None)
+    if sync is None or config.DEVICE.value == "CPU":
+        return run
+
+    def synced() -> R:
+        out = run()
+        sync()
+        return out
+
+    return synced
+
+
 def measure(run: Callable[[], R], s: Sizes) -> tuple[Timing, R]:
     """Warm up with one call (its result is returned, for checking), then time up to s.max_runs calls: as many
     as fit in s.budget_s at the first timed call's speed, at least one."""
@@ -176,6 +192,7 @@ def measure_beside(
     """measure() for run and a reference (if any) taking turns call by call, so both see the same machine (its
     memory bandwidth drifts within seconds): (run's timing, the reference's, run's first result)."""
     time.sleep(SETTLE_S)
+    run = _synchronized(run)
     t0 = time.perf_counter()
     first = run()
     warm = time.perf_counter() - t0
@@ -571,6 +588,7 @@ def bench_startup(s: Sizes) -> list[Row]:
     return rows
 
 
+DEVICE_WORKLOADS = ("elementwise", "sum", "softmax", "matmul", "conv")  # what --device runs by default
 WORKLOADS: tuple[Callable[[Sizes], list[Row]], ...] = (
     bench_elementwise,
     bench_sum,
@@ -681,14 +699,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--quick", action="store_true", help="every size ~16x smaller, fewer runs (CI smoke run)")
     names = [w.__name__.removeprefix("bench_") for w in WORKLOADS]
     parser.add_argument("--only", default="", help=f"comma-separated workloads to run, of: {','.join(names)}")
+    parser.add_argument(
+        "--device",
+        default="CPU",
+        help=f"the device unigrad runs on (CL: OpenCL); numpy and torch stay on the CPU beside it. Not on the CPU, "
+        f"--only defaults to the kernel workloads ({','.join(DEVICE_WORKLOADS)})",
+    )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    only = [w for w in args.only.split(",") if w]
+    config.DEVICE.value = args.device.upper()
+    only = [w for w in args.only.split(",") if w] or (list(DEVICE_WORKLOADS) if config.DEVICE.value != "CPU" else [])
     if unknown := sorted(set(only) - set(names)):
         parser.error(f"--only: unknown workloads {unknown}; known: {names}")
     s = QUICK if args.quick else FULL
     torch.set_num_threads(TORCH_THREADS)
     env = environment()
-    print(f"unigrad suite ({'quick' if args.quick else 'full'}): " + ", ".join(f"{k}={v}" for k, v in env.items()))
+    mode = "quick" if args.quick else "full"
+    print(f"unigrad suite ({mode}, unigrad on {config.DEVICE.value}): " + ", ".join(f"{k}={v}" for k, v in env.items()))
     if env["loadavg_1m"] > BUSY_LOADAVG:
         print(f"WARNING: load average {env['loadavg_1m']:.2f}: other processes share the CPUs, timings will be noisy")
 
