@@ -50,7 +50,7 @@ def _knob(name: str, typ: type, default: Any, help: str) -> Knob:
 
 
 DEBUG = _knob("DEBUG", int, 0, "1 kernels per realize + schedule time; 2 per-kernel time; 3 opts; 4 source; 5 graphs")
-DEVICE = _knob("DEVICE", str, "CPU", "default device (CPU, PYTHON, CL)")
+DEVICE = _knob("DEVICE", str, "CPU", "default device (CPU, PYTHON, CL, CUDA, NULL)")
 CACHEDIR = _knob(
     "CACHEDIR", str, str(pathlib.Path.home() / ".cache" / "unigrad"), "directory of the on-disk compile cache"
 )
@@ -73,6 +73,15 @@ PYTHON_GPU = _knob(
     "",
     "the PYTHON device emulates a GPU: '1' (groups of up to 256 work-items, 16 KiB LOCAL memory) or "
     "'max_group=N,local_bytes=M'; empty: it runs kernels lowered for a CPU",
+)
+NVRTC_PATH = _knob("NVRTC_PATH", str, "", "libnvrtc.so (or its folder) for CUDA; empty: pip wheels, then system CUDA")
+CUDA_ARCH = _knob("CUDA_ARCH", str, "", "the sm_XX CUDA kernels are compiled for (sm_90, ...); empty: the device's own")
+NULL_RENDERER = _knob(
+    "NULL_RENDERER",
+    str,
+    "",
+    "what DEVICE=NULL renders and compiles kernels as: C, CL, CUDA:sm_80, CUDA:sm_90, ...; empty: CUDA:sm_90 where "
+    "NVRTC is found, else C",
 )
 POOL_SPIN_US = _knob(
     "POOL_SPIN_US", int, 1000, "microseconds an idle worker thread polls for the next kernel before it sleeps"

@@ -28,6 +28,8 @@ DEVICES = {
     "PYTHON": "unigrad.runtime.ops_python",
     "DISK": "unigrad.runtime.ops_disk",
     "CL": "unigrad.runtime.ops_cl",
+    "CUDA": "unigrad.runtime.ops_cuda",
+    "NULL": "unigrad.runtime.ops_null",
 }
 
 
