@@ -64,10 +64,12 @@ def test_data_parallel_wraps_and_forwards_like_torch():
         ut.nn.DataParallel(lambda x: x)
 
 
-def test_distributed_data_parallel_says_it_is_not_there_yet():
+def test_distributed_data_parallel_before_init_says_what_to_call():
+    import unigrad.torch.distributed as dist
     from unigrad.torch.nn.parallel import DistributedDataParallel
 
-    with pytest.raises(NotImplementedError, match="issue 35"):
+    assert dist is importlib.import_module("unigrad.distributed") and not dist.is_initialized()
+    with pytest.raises(RuntimeError, match="init_process_group"):
         DistributedDataParallel(ut.nn.Linear(2, 2))
 
 

@@ -3,6 +3,7 @@
   dataset     Dataset, IterableDataset, TensorDataset, Subset, ConcatDataset, random_split
   sampler     Sampler, SequentialSampler, RandomSampler, SubsetRandomSampler, WeightedRandomSampler, BatchSampler
   dataloader  DataLoader, default_collate, get_worker_info
+  distributed DistributedSampler (each rank's share, for nn.parallel.DistributedDataParallel)
 
 Every sampler and the DataLoader iterate lazily: an index is drawn when it is asked for (a RandomSampler with
 replacement draws 32 at a time, as torch), so an endless sampler (num_samples=10**10) costs nothing up front.
@@ -11,8 +12,9 @@ unigrad.Generator): a seeded program takes the same batches on every run.
 """
 
 from unigrad.api.random import Generator
-from unigrad.utils.data import dataloader, dataset, sampler
+from unigrad.utils.data import dataloader, dataset, distributed, sampler
 from unigrad.utils.data.dataloader import DataLoader, default_collate, get_worker_info
+from unigrad.utils.data.distributed import DistributedSampler
 from unigrad.utils.data.dataset import ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
 from unigrad.utils.data.sampler import (
     BatchSampler,
@@ -36,11 +38,13 @@ __all__ = [
     "SubsetRandomSampler",
     "WeightedRandomSampler",
     "BatchSampler",
+    "DistributedSampler",
     "DataLoader",
     "default_collate",
     "get_worker_info",
     "Generator",
     "dataloader",
     "dataset",
+    "distributed",
     "sampler",
 ]

@@ -1,0 +1,844 @@
+"""torch.distributed's process groups and collectives, on MPI (Open MPI through mpi4py).
+
+In: unigrad Tensors (one device each) on every rank of a process group. Out: the same tensors written in place with
+the collective's result (all_reduce, broadcast, recv, ...), or None / a Work handle (async_op=True) whose wait()
+finishes the op. The data moves through MPI's buffer protocol: a CPU tensor's own memory is handed to MPI (no copy);
+another device's is copied out and back. The reductions are MPI's own (ReduceOp.AVG: a SUM, then a division kernel;
+float16/bfloat16/fp8, for which MPI has no arithmetic: reduced in float32 and cast back by kernels).
+
+Every collective is started as MPI's nonblocking call, in program order (so every rank starts them in the same
+order), and finished by polling it (a blocking op) or by one progress thread per process that waits for the async
+ones in order while the caller computes (the all-reduce of a DDP bucket overlaps the rest of the step). A wait longer
+than DIST_TIMEOUT seconds raises DistBackendError naming the op, the group and the rank; with DIST_CHECK=1 (default)
+each collective first gathers every rank's (op, dtype, shape, root), so a rank calling another op or passing another
+shape raises an error on every rank naming the op, the ranks and what each passed, instead of hanging or mixing data.
+An uncaught exception on a rank of a job of several aborts the whole job (MPI_Abort): the survivors do not hang.
+
+mpi4py is imported by init_process_group, never at import (importing it starts MPI).
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import os
+import pickle
+import queue
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from unigrad import config
+from unigrad.dtype import DType, dtypes
+from unigrad.runtime import Device, to_numpy_dtype
+from unigrad.runtime import realize as rt
+from unigrad.tensor import Tensor, realize_readers
+
+__all__ = [
+    "Backend",
+    "DistBackendError",
+    "DistError",
+    "GroupMember",
+    "ProcessGroup",
+    "ReduceOp",
+    "Work",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_object",
+    "all_reduce",
+    "barrier",
+    "broadcast",
+    "broadcast_object_list",
+    "destroy_process_group",
+    "gather",
+    "get_backend",
+    "get_global_rank",
+    "get_process_group_ranks",
+    "get_rank",
+    "get_world_size",
+    "group",
+    "init_process_group",
+    "irecv",
+    "is_available",
+    "is_initialized",
+    "is_mpi_available",
+    "isend",
+    "new_group",
+    "recv",
+    "reduce",
+    "reduce_scatter_tensor",
+    "scatter",
+    "send",
+]
+
+
+class DistError(RuntimeError):
+    """torch.distributed.DistError: a distributed operation failed."""
+
+
+class DistBackendError(DistError):
+    """torch.distributed.DistBackendError: the backend (MPI) failed or timed out."""
+
+
+class ReduceOp(enum.Enum):
+    """torch.distributed.ReduceOp: how all_reduce / reduce / reduce_scatter combine the ranks' values."""
+
+    SUM = "sum"
+    AVG = "avg"
+    PRODUCT = "product"
+    MIN = "min"
+    MAX = "max"
+    BAND = "band"
+    BOR = "bor"
+    BXOR = "bxor"
+
+
+class Backend(str):
+    """torch.distributed.Backend: the backend's name. "mpi" is unigrad's; "gloo" (torch's CPU backend) is accepted
+    and runs on MPI too; there is no CUDA backend (nccl)."""
+
+    MPI = "mpi"
+    GLOO = "gloo"
+    NCCL = "nccl"
+    UNDEFINED = "undefined"
+
+
+# MPI's reduction per ReduceOp (AVG: a SUM, divided afterwards); bool tensors reduce logically, as torch's do
+_MPI_OPS = {"sum": "SUM", "avg": "SUM", "product": "PROD", "min": "MIN", "max": "MAX", "band": "BAND", "bor": "BOR"}
+_MPI_OPS["bxor"] = "BXOR"
+_BOOL_OPS = {"sum": "LOR", "max": "LOR", "bor": "LOR", "product": "LAND", "min": "LAND", "band": "LAND"}
+_BOOL_OPS["bxor"] = "LXOR"
+_HALF_TYPES = (dtypes.float16, dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2)
+_DTYPES = dtypes.all()  # a dtype's code in a shape check
+_CHECK_DIMS = 8  # the dims a shape check compares one by one (longer shapes add a hash of the rest)
+_OPS_CHECKED = (
+    "all_reduce",
+    "broadcast",
+    "reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "reduce_scatter_tensor",
+    "gather",
+    "scatter",
+    "barrier",
+)
+
+
+def _mpi() -> Any:
+    """mpi4py's MPI module (importing it initializes MPI); a clear error where mpi4py or MPI is missing."""
+    try:
+        from mpi4py import MPI
+    except ImportError as e:
+        raise RuntimeError(
+            "unigrad.distributed needs MPI and mpi4py: on Debian/Ubuntu `apt-get install openmpi-bin libopenmpi-dev`, "
+            "then `pip install -e '.[test]'` (or `pip install mpi4py`)"
+        ) from e
+    return MPI
+
+
+def is_available() -> bool:
+    """Whether unigrad.distributed can run: mpi4py is importable (its MPI starts only at init_process_group)."""
+    import importlib.util
+
+    return importlib.util.find_spec("mpi4py") is not None
+
+
+is_mpi_available = is_available
+
+
+class ProcessGroup:
+    """A set of ranks that run collectives together: an MPI communicator and the global ranks it holds (in its own
+    rank order). `rank()` / `size()` are this process's rank in it and its size."""
+
+    def __init__(self, comm: Any, ranks: Sequence[int], name: str) -> None:
+        self.comm, self.ranks, self.name = comm, list(ranks), name
+        self._rank, self._size = comm.Get_rank(), comm.Get_size()
+
+    def rank(self) -> int:
+        return self._rank
+
+    def size(self) -> int:
+        return self._size
+
+    def __repr__(self) -> str:
+        return f"<ProcessGroup {self.name} ranks={self.ranks}>"
+
+
+class GroupMember:
+    """torch's GroupMember: WORLD is the default group once initialized; NON_GROUP_MEMBER is what new_group returns
+    to a rank outside the new group (collectives on it do nothing there)."""
+
+    WORLD: ProcessGroup | None = None
+    NON_GROUP_MEMBER = object()
+
+
+group = GroupMember  # torch.distributed.group.WORLD
+
+
+class _State:
+    """The process's distributed state: the default group, the backend, the timeout, the progress thread."""
+
+    def __init__(self) -> None:
+        self.world: ProcessGroup | None = None
+        self.backend = ""
+        self.timeout = 0.0
+        self.groups: list[ProcessGroup] = []
+        self.progress: _Progress | None = None
+        self.excepthook: Any = None
+
+
+_state = _State()
+
+
+def is_initialized() -> bool:
+    return _state.world is not None
+
+
+def _world() -> ProcessGroup:
+    if _state.world is None:
+        raise RuntimeError(
+            "Default process group has not been initialized, please make sure to call init_process_group "
+            "(unigrad.distributed.init_process_group(backend='mpi'), in a program launched by mpirun)"
+        )
+    return _state.world
+
+
+def _abort_on_exception(kind: type, value: BaseException, tb: Any) -> None:
+    """sys.excepthook of a rank of several: print the error, then abort the whole job (the others would wait for this
+    rank in their next collective)."""
+    traceback.print_exception(kind, value, tb)
+    rank = _state.world.ranks[_state.world.rank()] if _state.world is not None else "?"
+    print(f"unigrad.distributed: rank {rank} raised {kind.__name__}; aborting the job", file=sys.stderr, flush=True)
+    _mpi().COMM_WORLD.Abort(1)
+
+
+def init_process_group(
+    backend: str | None = None,
+    init_method: str | None = None,
+    timeout: datetime.timedelta | None = None,
+    world_size: int = -1,
+    rank: int = -1,
+    store: Any = None,
+    group_name: str = "",
+    pg_options: Any = None,
+    device_id: Any = None,
+) -> None:
+    """Join the job's default process group. The ranks and the world size come from MPI's launcher (mpirun); a
+    `world_size`/`rank` given (or torch's WORLD_SIZE/RANK variables) must agree with it. backend: "mpi" (None and
+    torch's CPU "gloo" mean it too). timeout: how long a collective waits for the other ranks (default DIST_TIMEOUT)."""
+    if _state.world is not None:
+        raise RuntimeError("trying to initialize the default process group twice!")
+    name = (backend or "mpi").lower()
+    if name == Backend.NCCL:
+        raise RuntimeError("init_process_group: backend 'nccl' needs CUDA devices; unigrad's backend is 'mpi'")
+    if name not in (Backend.MPI, Backend.GLOO):
+        raise ValueError(f"init_process_group: unknown backend {backend!r}; unigrad.distributed runs on 'mpi'")
+    if init_method not in (None, "env://") and not str(init_method).startswith(("tcp://", "file://")):
+        raise ValueError(f"init_process_group: init_method {init_method!r} is not a URL (env://, tcp://, file://)")
+    MPI = _mpi()
+    comm = MPI.COMM_WORLD.Dup()
+    size, me = comm.Get_size(), comm.Get_rank()
+    env_size, env_rank = int(os.environ.get("WORLD_SIZE", -1)), int(os.environ.get("RANK", -1))
+    for what, given, actual in (("world_size", world_size, size), ("rank", rank, me)):
+        env = env_size if what == "world_size" else env_rank
+        if given not in (-1, actual) or (given == -1 and env not in (-1, actual)):
+            raise ValueError(
+                f"init_process_group: {what}={given if given != -1 else env} but MPI started {size} process(es) and "
+                f"this is rank {me}: launch with `mpirun -np N python prog.py` or `python -m unigrad.distributed.run "
+                "-n N prog.py`"
+            )
+    _state.world = GroupMember.WORLD = ProcessGroup(comm, range(size), "WORLD")
+    _state.backend = name
+    _state.timeout = timeout.total_seconds() if timeout is not None else float(config.DIST_TIMEOUT.value)
+    _state.progress = _Progress()
+    if size > 1 and _state.excepthook is None:
+        _state.excepthook, sys.excepthook = sys.excepthook, _abort_on_exception
+
+
+def destroy_process_group(group: ProcessGroup | None = None) -> None:
+    """Leave a group (default: all of them; the process may init_process_group again afterwards)."""
+    if group is not None and group is not _state.world:
+        if group in _state.groups:
+            _state.groups.remove(group)
+            group.comm.Free()
+        return
+    world = _world()
+    if _state.progress is not None:
+        _state.progress.stop()
+    for g in _state.groups:
+        g.comm.Free()
+    world.comm.Free()
+    _state.world = GroupMember.WORLD = None
+    _state.groups, _state.progress = [], None
+    if _state.excepthook is not None:
+        sys.excepthook, _state.excepthook = _state.excepthook, None
+
+
+def _group(g: ProcessGroup | None) -> ProcessGroup | None:
+    """The group an op runs on (default: WORLD); None where this rank is not a member."""
+    world = _world()
+    if g is None or g is GroupMember.WORLD:
+        return world
+    if g is GroupMember.NON_GROUP_MEMBER:
+        return None
+    if not isinstance(g, ProcessGroup):
+        raise TypeError(f"group: expected a ProcessGroup (from new_group) or None, got {g!r}")
+    return g
+
+
+def get_rank(group: ProcessGroup | None = None) -> int:
+    """This process's rank in the group (default WORLD); -1 where it is not a member (as torch)."""
+    g = _group(group)
+    return -1 if g is None else g.rank()
+
+
+def get_world_size(group: ProcessGroup | None = None) -> int:
+    """The number of ranks in the group (default WORLD); -1 where this rank is not a member (as torch)."""
+    g = _group(group)
+    return -1 if g is None else g.size()
+
+
+def get_backend(group: ProcessGroup | None = None) -> str:
+    _world()
+    return _state.backend
+
+
+def get_process_group_ranks(group: ProcessGroup) -> list[int]:
+    """The global ranks of a group, in its rank order."""
+    g = _group(group)
+    if g is None:
+        raise ValueError("get_process_group_ranks: this rank is not in the group")
+    return list(g.ranks)
+
+
+def get_global_rank(group: ProcessGroup, group_rank: int) -> int:
+    ranks = get_process_group_ranks(group)
+    if not 0 <= group_rank < len(ranks):
+        raise ValueError(f"get_global_rank: group rank {group_rank} is not in [0, {len(ranks)})")
+    return ranks[group_rank]
+
+
+def new_group(ranks: Sequence[int] | None = None, timeout: Any = None, backend: str | None = None, **kw: Any) -> Any:
+    """A group of some ranks (every rank of WORLD must call it, with the same ranks, as in torch). Returns the group
+    on its members and GroupMember.NON_GROUP_MEMBER on the others."""
+    world = _world()
+    members = sorted(set(range(world.size()) if ranks is None else ranks))
+    if any(not isinstance(r, int) or not 0 <= r < world.size() for r in members):
+        raise ValueError(f"new_group: ranks must be ints in [0, {world.size()}), got {ranks!r}")
+    comm = world.comm.Create(world.comm.Get_group().Incl(members))
+    if comm == _mpi().COMM_NULL:
+        return GroupMember.NON_GROUP_MEMBER
+    g = ProcessGroup(comm, members, f"group{len(_state.groups) + 1}")
+    _state.groups.append(g)
+    return g
+
+
+def _group_rank(g: ProcessGroup, global_rank: int, what: str) -> int:
+    if global_rank not in g.ranks:
+        raise ValueError(f"{what}: rank {global_rank} is not in the group (its global ranks: {g.ranks})")
+    return g.ranks.index(global_rank)
+
+
+# ---------------------------------------------------------------------------------------------- work and progress
+class Work:
+    """torch's Work: an async op's handle. wait() finishes it (raising its error, or DistBackendError after the
+    timeout) and returns True; is_completed() asks without waiting; result() is its output tensors."""
+
+    def __init__(self, op: str, g: ProcessGroup, requests: list[Any], keep: Any, finish: Callable[[], None] | None):
+        self.op, self.group, self.requests, self.keep, self._finish = op, g, requests, keep, finish
+        self.outputs: list[Tensor] = []
+        self._done = threading.Event()
+        self._queued = False  # handed to the progress thread (async): it waits for the requests
+        self._finished = False
+        self._error: BaseException | None = None
+
+    def _describe(self) -> str:
+        return f"{self.op} on {self.group.name} (global ranks {self.group.ranks}), rank {self.group.rank()}"
+
+    def _complete_here(self, deadline: float, statuses: list[Any] | None = None) -> None:
+        """Poll the requests on this thread until they complete (filling `statuses`) or the deadline passes."""
+        MPI = _mpi()
+        spins = 0
+        while not MPI.Request.Testall(self.requests, statuses):
+            spins += 1
+            if spins > 2000:  # past the short spin: yield the core (the other ranks may share it)
+                if time.monotonic() > deadline:
+                    raise self._timeout()
+                time.sleep(20e-6)
+
+    def _timeout(self) -> DistBackendError:
+        return DistBackendError(
+            f"{self._describe()}: not completed after {_state.timeout:g} s (DIST_TIMEOUT): a rank of the group has not "
+            "joined it: it died or exited, is stuck, or called the group's collectives in another order"
+        )
+
+    def wait(self, timeout: datetime.timedelta | float | None = None) -> bool:
+        if not self._finished:
+            limit = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
+            deadline = time.monotonic() + (_state.timeout if limit is None else limit)
+            if self._queued:
+                if not self._done.wait(max(0.0, deadline - time.monotonic())):
+                    raise self._timeout()
+                if self._error is not None:
+                    raise DistBackendError(f"{self._describe()}: {self._error}") from self._error
+            else:
+                self._complete_here(deadline)
+            self._finished = True
+            self.keep = None
+            if self._finish is not None:
+                self._finish()
+        return True
+
+    def is_completed(self) -> bool:
+        return self._finished or (self._done.is_set() if self._queued else bool(_mpi().Request.Testall(self.requests)))
+
+    def is_success(self) -> bool:
+        return self.is_completed() and self._error is None
+
+    def exception(self) -> BaseException | None:
+        return self._error
+
+    def result(self) -> list[Tensor]:
+        return self.outputs
+
+
+class _Progress:
+    """One thread per process that waits, in order, for the requests of async ops: MPI progresses them (shared memory
+    copies, network transfers) inside its wait while the caller goes on computing."""
+
+    def __init__(self) -> None:
+        self.todo: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._loop, name="unigrad.distributed progress", daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        MPI = _mpi()
+        while (work := self.todo.get()) is not None:
+            try:
+                MPI.Request.Waitall(work.requests)
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+                work._error = e
+            work._done.set()
+
+    def submit(self, work: Work) -> None:
+        work._queued = True
+        self.todo.put(work)
+
+    def stop(self) -> None:
+        self.todo.put(None)
+        self.thread.join(timeout=1.0)
+
+
+def _run(work: Work, async_op: bool) -> Work | None:
+    """An op just started: handed to the progress thread (async_op) or finished here."""
+    if async_op:
+        assert _state.progress is not None
+        _state.progress.submit(work)
+        return work
+    work.wait()
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- tensors as buffers
+class _Host:
+    """A tensor's values as a flat numpy array MPI reads and writes: the device memory itself where the host can
+    address it (CPU), else a copy (written back by `commit`). `reduce_dtype` tensors (float16, bfloat16, fp8) go
+    through a float32 copy made and cast back by kernels."""
+
+    def __init__(self, t: Tensor, op: str, writes: bool, arith: bool = False) -> None:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: expected a unigrad Tensor, got {type(t).__name__}")
+        if isinstance(t.device, tuple):
+            raise ValueError(
+                f"{op}: the tensor is on several devices {t.device}; a process's collectives take one-device tensors "
+                "(collectives across the devices of one process are unigrad.api.collectives)"
+            )
+        self.tensor, self.writes = t, writes
+        self.widened = arith and t.dtype in _HALF_TYPES
+        work = t.float() if self.widened else t
+        view = work.contiguous_view()
+        self.whole = view is t  # t is a whole row-major buffer: MPI writes it directly
+        self.view = view
+        if writes:
+            realize_readers(view)
+        buf = rt.buffer_of(view.uop)
+        self.buffer = buf
+        allocator = Device[buf.device].allocator
+        raw = allocator.host_view(buf.handle, buf.nbytes)
+        self.copied = raw is None
+        npdt = to_numpy_dtype(buf.dtype)
+        if raw is None:
+            self.array = allocator.copyout(buf.handle, buf.dtype, buf.size)
+        else:
+            self.array = raw.view(npdt)
+        self.dtype: DType = view.dtype
+
+    @property
+    def bytes(self) -> np.ndarray:
+        return self.array.view(np.uint8)
+
+    def commit(self) -> None:
+        """After MPI wrote the array: the values into the tensor (copied back; cast back; written through a view)."""
+        if not self.writes:
+            return
+        if self.copied:
+            Device[self.buffer.device].allocator.copyin(self.buffer.handle, self.array)
+        if self.widened:
+            self.tensor.assign(self.view.cast(self.tensor.dtype)).realize()
+        elif not self.whole:
+            self.tensor.assign(self.view).realize()
+
+
+def _mpi_op(op: Any, dt: DType, what: str) -> Any:
+    if not isinstance(op, ReduceOp):
+        raise TypeError(f"{what}: op must be a ReduceOp (ReduceOp.SUM, AVG, PRODUCT, MIN, MAX, ...), got {op!r}")
+    if dt is dtypes.bool:
+        if op is ReduceOp.AVG:
+            raise TypeError(f"{what}: ReduceOp.AVG of a bool tensor")
+        return getattr(_mpi(), _BOOL_OPS[op.value])
+    if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and dt.is_float:
+        raise TypeError(f"{what}: the bitwise {op.name} of a {dt} tensor")
+    if op is ReduceOp.AVG and not dt.is_float:
+        raise TypeError(f"{what}: ReduceOp.AVG of an integer tensor ({dt}); use SUM and divide")
+    return getattr(_mpi(), _MPI_OPS[op.value])
+
+
+def _signature(op: str, t: Tensor | None, root: int) -> np.ndarray:
+    """What a rank passes to a collective, as int64s every rank compares: op, dtype, ndim, root, dims."""
+    sig = np.full(5 + _CHECK_DIMS, -1, np.int64)
+    sig[0] = _OPS_CHECKED.index(op)
+    sig[3] = root
+    if t is not None:
+        shape = tuple(int(s) for s in t.shape)
+        sig[1] = _DTYPES.index(t.dtype)
+        sig[2] = len(shape)
+        sig[4] = hash(shape[_CHECK_DIMS:]) % (1 << 62)
+        sig[5 : 5 + min(len(shape), _CHECK_DIMS)] = shape[:_CHECK_DIMS]
+    return sig
+
+
+def _show(sig: np.ndarray) -> str:
+    """A signature as the error shows it: `all_reduce float32 (3, 4)`, with the root where the op has one."""
+    out = _OPS_CHECKED[int(sig[0])]
+    if sig[2] >= 0:
+        shape = tuple(int(d) for d in sig[5 : 5 + min(int(sig[2]), _CHECK_DIMS)])
+        out += f" {_DTYPES[int(sig[1])].name} {shape}{'...' if sig[2] > _CHECK_DIMS else ''}"
+    return out + (f" root {int(sig[3])}" if sig[3] >= 0 else "")
+
+
+def _check(op: str, g: ProcessGroup, t: Tensor | None, root: int = -1) -> None:
+    """DIST_CHECK: every rank of the group passes the same op, dtype, shape and root, else a DistError on all of
+    them naming the op, the ranks and what each passed (gathered first, so none waits for a mismatched peer)."""
+    if not config.DIST_CHECK.value or g.size() == 1:
+        return
+    mine = _signature(op, t, root)
+    every = np.empty((g.size(), mine.size), np.int64)
+    work = Work(f"{op} (the shape check)", g, [g.comm.Iallgather(mine, every)], (mine, every), None)
+    work.wait()
+    if (every == every[0]).all():
+        return
+    lines = ", ".join(f"rank {g.ranks[i]}: {_show(s)}" for i, s in enumerate(every))
+    raise DistError(f"{op}: the ranks of {g.name} disagree on the op or its tensor ({lines})")
+
+
+# ---------------------------------------------------------------------------------------------- collectives
+def _divide_after(host: _Host, n: int, later: Callable[[], None] | None = None) -> Callable[[], None]:
+    def finish() -> None:
+        host.commit()
+        if later is not None:
+            later()
+        t = host.tensor
+        t.assign(t / n).realize()
+
+    return finish
+
+
+def all_reduce(
+    tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None, async_op: bool = False
+) -> Work | None:
+    """Every rank's `tensor` becomes the op over all ranks' tensors (in place)."""
+    g = _group(group)
+    if g is None:
+        return None
+    mpi_op = _mpi_op(op, tensor.dtype if tensor.dtype not in _HALF_TYPES else dtypes.float32, "all_reduce")
+    _check("all_reduce", g, tensor)
+    host = _Host(tensor, "all_reduce", writes=True, arith=True)
+    req = g.comm.Iallreduce(_mpi().IN_PLACE, host.array, mpi_op)
+    finish = _divide_after(host, g.size()) if op is ReduceOp.AVG else host.commit
+    work = Work("all_reduce", g, [req], host, finish)
+    work.outputs = [tensor]
+    return _run(work, async_op)
+
+
+def broadcast(tensor: Tensor, src: int = 0, group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
+    """Every rank's `tensor` becomes global rank src's (in place)."""
+    g = _group(group)
+    if g is None:
+        return None
+    root = _group_rank(g, src, "broadcast")
+    _check("broadcast", g, tensor, root)
+    host = _Host(tensor, "broadcast", writes=g.rank() != root)
+    work = Work("broadcast", g, [g.comm.Ibcast(host.bytes, root=root)], host, host.commit)
+    work.outputs = [tensor]
+    return _run(work, async_op)
+
+
+def reduce(
+    tensor: Tensor, dst: int = 0, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None, async_op: bool = False
+) -> Work | None:
+    """Global rank dst's `tensor` becomes the op over all ranks' tensors; the others' stay as they are."""
+    g = _group(group)
+    if g is None:
+        return None
+    root = _group_rank(g, dst, "reduce")
+    mpi_op = _mpi_op(op, tensor.dtype if tensor.dtype not in _HALF_TYPES else dtypes.float32, "reduce")
+    _check("reduce", g, tensor, root)
+    mine = g.rank() == root
+    host = _Host(tensor, "reduce", writes=mine, arith=True)
+    MPI = _mpi()
+    req = g.comm.Ireduce(MPI.IN_PLACE if mine else host.array, host.array if mine else None, mpi_op, root=root)
+    finish = _divide_after(host, g.size()) if op is ReduceOp.AVG and mine else host.commit
+    work = Work("reduce", g, [req], host, finish)
+    work.outputs = [tensor]
+    return _run(work, async_op)
+
+
+def _same_as(ts: Sequence[Tensor], like: Tensor, op: str, what: str, n: int) -> None:
+    if len(ts) != n:
+        raise ValueError(f"{op}: {what} must hold {n} tensors (one per rank of the group), got {len(ts)}")
+    for i, o in enumerate(ts):
+        if not isinstance(o, Tensor) or o.shape != like.shape or o.dtype != like.dtype:
+            got = f"{o.dtype} {o.shape}" if isinstance(o, Tensor) else type(o).__name__
+            raise ValueError(f"{op}: {what}[{i}] is {got}; the input tensor is {like.dtype} {like.shape}")
+
+
+def _scatter_rows(rows: np.ndarray, outs: Sequence[Tensor], op: str) -> None:
+    """Write row i of `rows` (raw bytes) into outs[i], in place."""
+    for row, o in zip(rows, outs):
+        host = _Host(o, op, writes=True)
+        host.bytes[:] = row
+        host.commit()
+
+
+def all_gather(
+    tensor_list: list[Tensor], tensor: Tensor, group: ProcessGroup | None = None, async_op: bool = False
+) -> Work | None:
+    """tensor_list[i] becomes the `tensor` of the group's rank i (in place), on every rank."""
+    g = _group(group)
+    if g is None:
+        return None
+    _same_as(tensor_list, tensor, "all_gather", "tensor_list", g.size())
+    _check("all_gather", g, tensor)
+    host = _Host(tensor, "all_gather", writes=False)
+    rows = np.empty((g.size(), host.bytes.size), np.uint8)
+    work = Work("all_gather", g, [g.comm.Iallgather(host.bytes, rows)], (host, rows), None)
+    work._finish = lambda: _scatter_rows(rows, tensor_list, "all_gather")
+    work.outputs = list(tensor_list)
+    return _run(work, async_op)
+
+
+def all_gather_into_tensor(
+    output_tensor: Tensor, input_tensor: Tensor, group: ProcessGroup | None = None, async_op: bool = False
+) -> Work | None:
+    """output_tensor (world_size times the input's first dim, or a new leading dim of world_size) becomes the
+    ranks' inputs one after another, in group rank order."""
+    g = _group(group)
+    if g is None:
+        return None
+    _like(output_tensor, input_tensor, g.size(), "all_gather_into_tensor", "output_tensor", "input_tensor")
+    _check("all_gather_into_tensor", g, input_tensor)
+    src = _Host(input_tensor, "all_gather_into_tensor", writes=False)
+    out = _Host(output_tensor, "all_gather_into_tensor", writes=True)
+    work = Work("all_gather_into_tensor", g, [g.comm.Iallgather(src.bytes, out.bytes)], (src, out), out.commit)
+    work.outputs = [output_tensor]
+    return _run(work, async_op)
+
+
+def _like(big: Tensor, small: Tensor, n: int, op: str, big_name: str, small_name: str) -> None:
+    """big holds n of small, stacked (a new leading dim) or concatenated on dim 0, of small's dtype."""
+    stacked = big.shape == (n, *small.shape)
+    cat = len(big.shape) == len(small.shape) >= 1 and big.shape == (small.shape[0] * n, *small.shape[1:])
+    if big.dtype != small.dtype or not (stacked or cat):
+        raise ValueError(
+            f"{op}: {big_name} ({big.dtype} {big.shape}) must be {n} times {small_name} ({small.dtype} {small.shape}) "
+            "along dim 0 (or stacked on a new dim 0), of the same dtype"
+        )
+
+
+def reduce_scatter_tensor(
+    output: Tensor,
+    input: Tensor,
+    op: ReduceOp = ReduceOp.SUM,
+    group: ProcessGroup | None = None,
+    async_op: bool = False,
+) -> Work | None:
+    """input holds world_size blocks (dim 0); `output` of rank i becomes the op over the ranks' block i."""
+    g = _group(group)
+    if g is None:
+        return None
+    _like(input, output, g.size(), "reduce_scatter_tensor", "input", "output")
+    mpi_op = _mpi_op(op, output.dtype if output.dtype not in _HALF_TYPES else dtypes.float32, "reduce_scatter_tensor")
+    _check("reduce_scatter_tensor", g, input)
+    src = _Host(input, "reduce_scatter_tensor", writes=False, arith=True)
+    out = _Host(output, "reduce_scatter_tensor", writes=True, arith=True)
+    req = g.comm.Ireduce_scatter_block(src.array, out.array, mpi_op)
+    finish = _divide_after(out, g.size()) if op is ReduceOp.AVG else out.commit
+    work = Work("reduce_scatter_tensor", g, [req], (src, out), finish)
+    work.outputs = [output]
+    return _run(work, async_op)
+
+
+def gather(
+    tensor: Tensor,
+    gather_list: list[Tensor] | None = None,
+    dst: int = 0,
+    group: ProcessGroup | None = None,
+    async_op: bool = False,
+) -> Work | None:
+    """On global rank dst, gather_list[i] becomes the `tensor` of the group's rank i; other ranks pass None."""
+    g = _group(group)
+    if g is None:
+        return None
+    root = _group_rank(g, dst, "gather")
+    mine = g.rank() == root
+    if mine:
+        _same_as(gather_list or [], tensor, "gather", "gather_list", g.size())
+    elif gather_list:
+        raise ValueError(f"gather: gather_list is given on rank {g.ranks[g.rank()]}, which is not dst ({dst})")
+    _check("gather", g, tensor, root)
+    host = _Host(tensor, "gather", writes=False)
+    rows = np.empty((g.size(), host.bytes.size), np.uint8) if mine else None
+    work = Work("gather", g, [g.comm.Igather(host.bytes, rows, root=root)], (host, rows), None)
+    if mine:
+        work._finish = lambda: _scatter_rows(rows, gather_list or [], "gather")
+        work.outputs = list(gather_list or [])
+    return _run(work, async_op)
+
+
+def scatter(
+    tensor: Tensor,
+    scatter_list: list[Tensor] | None = None,
+    src: int = 0,
+    group: ProcessGroup | None = None,
+    async_op: bool = False,
+) -> Work | None:
+    """Every rank's `tensor` becomes scatter_list[its group rank] of global rank src; other ranks pass None."""
+    g = _group(group)
+    if g is None:
+        return None
+    root = _group_rank(g, src, "scatter")
+    mine = g.rank() == root
+    if mine:
+        _same_as(scatter_list or [], tensor, "scatter", "scatter_list", g.size())
+    elif scatter_list:
+        raise ValueError(f"scatter: scatter_list is given on rank {g.ranks[g.rank()]}, which is not src ({src})")
+    _check("scatter", g, tensor, root)
+    out = _Host(tensor, "scatter", writes=True)
+    rows = None
+    if mine:
+        rows = np.stack([_Host(t, "scatter", writes=False).bytes for t in scatter_list or []])
+    work = Work("scatter", g, [g.comm.Iscatter(rows, out.bytes, root=root)], (out, rows), out.commit)
+    work.outputs = [tensor]
+    return _run(work, async_op)
+
+
+def barrier(group: ProcessGroup | None = None, async_op: bool = False, device_ids: Any = None) -> Work | None:
+    """Wait until every rank of the group called barrier."""
+    g = _group(group)
+    if g is None:
+        return None
+    _check("barrier", g, None)
+    return _run(Work("barrier", g, [g.comm.Ibarrier()], None, None), async_op)
+
+
+# ---------------------------------------------------------------------------------------------- point to point
+def _p2p(op: str, tensor: Tensor, peer: int | None, g: ProcessGroup, tag: int, sending: bool) -> Work:
+    MPI = _mpi()
+    if peer is not None and not (isinstance(peer, int) and peer in g.ranks):
+        raise ValueError(f"{op}: rank {peer!r} is not in the group (its global ranks: {g.ranks})")
+    if peer is not None and peer == g.ranks[g.rank()]:
+        raise ValueError(f"{op}: rank {peer} is this rank; {op} needs another rank")
+    host = _Host(tensor, op, writes=not sending)
+    if sending:
+        assert peer is not None
+        req = g.comm.Isend(host.bytes, dest=g.ranks.index(peer), tag=tag)
+    else:
+        source = MPI.ANY_SOURCE if peer is None else g.ranks.index(peer)
+        req = g.comm.Irecv(host.bytes, source=source, tag=tag)
+    work = Work(f"{op} (peer {peer if peer is not None else 'any'}, tag {tag})", g, [req], host, host.commit)
+    work.outputs = [tensor]
+    return work
+
+
+def isend(tensor: Tensor, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> Work | None:
+    """Send `tensor` to global rank dst; returns the Work (wait() before changing the tensor)."""
+    g = _group(group)
+    return None if g is None else _run(_p2p("send", tensor, dst, g, tag, sending=True), async_op=True)
+
+
+def irecv(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0) -> Work | None:
+    """Receive into `tensor` from global rank src (None: any); returns the Work."""
+    g = _group(group)
+    return None if g is None else _run(_p2p("recv", tensor, src, g, tag, sending=False), async_op=True)
+
+
+def send(tensor: Tensor, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> None:
+    """Send `tensor` to global rank dst and wait until it left."""
+    g = _group(group)
+    if g is not None:
+        _p2p("send", tensor, dst, g, tag, sending=True).wait()
+
+
+def recv(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0) -> int:
+    """Receive into `tensor` (in place) from global rank src (None: any rank); returns the sender's rank."""
+    g = _group(group)
+    if g is None:
+        return -1
+    work = _p2p("recv", tensor, src, g, tag, sending=False)
+    status = _mpi().Status()
+    work._complete_here(time.monotonic() + _state.timeout, [status])  # polled here: the status tells the sender
+    work.wait()
+    return g.ranks[status.Get_source()]
+
+
+# ---------------------------------------------------------------------------------------------- Python objects
+def all_gather_object(object_list: list[Any], obj: Any, group: ProcessGroup | None = None) -> None:
+    """object_list[i] becomes the (picklable) obj of the group's rank i, on every rank."""
+    g = _group(group)
+    if g is None:
+        return
+    if len(object_list) != g.size():
+        raise ValueError(f"all_gather_object: object_list must hold {g.size()} entries, got {len(object_list)}")
+    mine = np.frombuffer(pickle.dumps(obj), np.uint8)
+    sizes = np.empty(g.size(), np.int64)
+    Work("all_gather_object", g, [g.comm.Iallgather(np.array([mine.size], np.int64), sizes)], None, None).wait()
+    flat = np.empty(int(sizes.sum()), np.uint8)
+    counts = (flat, (sizes, np.concatenate([[0], np.cumsum(sizes)[:-1]])))
+    Work("all_gather_object", g, [g.comm.Iallgatherv(mine, counts)], (mine, flat), None).wait()
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    for i in range(g.size()):
+        object_list[i] = pickle.loads(flat[offsets[i] : offsets[i + 1]].tobytes())
+
+
+def broadcast_object_list(object_list: list[Any], src: int = 0, group: ProcessGroup | None = None, device: Any = None):
+    """object_list's entries on every rank become those of global rank src (in place; picklable objects)."""
+    g = _group(group)
+    if g is None:
+        return
+    root = _group_rank(g, src, "broadcast_object_list")
+    payload = np.frombuffer(pickle.dumps(list(object_list)), np.uint8) if g.rank() == root else None
+    size = np.array([0 if payload is None else payload.size], np.int64)
+    Work("broadcast_object_list", g, [g.comm.Ibcast(size, root=root)], size, None).wait()
+    data = payload.copy() if payload is not None else np.empty(int(size[0]), np.uint8)
+    Work("broadcast_object_list", g, [g.comm.Ibcast(data, root=root)], data, None).wait()
+    got = pickle.loads(data.tobytes())
+    if len(got) != len(object_list):
+        raise ValueError(
+            f"broadcast_object_list: rank {src} sent {len(got)} objects, this rank's list holds {len(object_list)}"
+        )
+    object_list[:] = got
