@@ -18,10 +18,16 @@ from hypothesis import strategies as st
 
 from unigrad import Tensor, dtypes
 from unigrad.runtime import Device
+from unigrad.runtime.support import cuda
 from unigrad.runtime.support import opencl as cl
 
-# every op family on every device the suite has: CL (a GPU-shaped lowering on PoCL) where an OpenCL platform is found
-DEVICES = ("CPU", "PYTHON") + (("CL",) if cl.unavailable() is None else ())
+# every op family on every device the suite has: CL (a GPU-shaped lowering on PoCL) where an OpenCL platform is found,
+# CUDA where an NVIDIA GPU is (test/gpu/check_cuda.py runs the suite there)
+DEVICES = (
+    ("CPU", "PYTHON")
+    + (("CL",) if cl.unavailable() is None else ())
+    + (("CUDA",) if cuda.unavailable() is None else ())
+)
 VIEWS = ("permuted", "flipped", "shrunk", "padded")
 TRANSCENDENTAL_RTOL = 1e-4
 
