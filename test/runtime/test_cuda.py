@@ -209,3 +209,151 @@ def test_open_without_driver_fails_clearly() -> None:
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     assert "CudaMissing" in proc.stderr and "DEVICE=CPU" in proc.stderr, proc.stderr[-2000:]
+
+
+# ---------------------------------------------------------------- the driver layer over a fake libcuda
+
+# The driver API functions runtime/support/cuda.py binds, as a host library: memory is malloc'd (device pointers are
+# host addresses), copies are memcpy, a launch records its grid, block and first three parameters. It checks the
+# ctypes layer (argument types and order, staging in chunks, launch sizes, error names) where no GPU is.
+FAKE_DRIVER = r"""
+#include <stdlib.h>
+#include <string.h>
+typedef unsigned long long u64;
+unsigned last_launch[6]; u64 last_params[3]; int launches;
+int cuInit(unsigned f) { return 0; }
+int cuDriverGetVersion(int *v) { *v = 13000; return 0; }
+int cuGetErrorName(int e, const char **s) { *s = e == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUDA_ERROR_INVALID_IMAGE"; return 0; }
+int cuDeviceGetCount(int *n) { *n = 1; return 0; }
+int cuDeviceGet(int *d, int i) { *d = i; return 0; }
+int cuDeviceGetName(char *s, int n, int d) { strncpy(s, "Fake GPU", n); return 0; }
+int cuDeviceGetAttribute(int *v, int a, int d) {
+  static const int attrs[][2] = {{1, 1024}, {2, 1024}, {3, 1024}, {4, 64}, {5, 2147483647}, {6, 65535}, {7, 65535},
+                                 {8, 49152}, {10, 32}, {16, 132}, {75, 9}, {76, 0}};
+  *v = 0;
+  for (int i = 0; i < 12; i++) if (attrs[i][0] == a) *v = attrs[i][1];
+  return 0;
+}
+int cuDeviceTotalMem_v2(size_t *b, int d) { *b = 1ull << 36; return 0; }
+int cuDeviceCanAccessPeer(int *c, int a, int b) { *c = 0; return 0; }
+int cuDevicePrimaryCtxRetain(void **c, int d) { *c = (void *)0x1234; return 0; }
+int cuCtxSetCurrent(void *c) { return 0; }
+int cuCtxSynchronize(void) { return 0; }
+int cuCtxEnablePeerAccess(void *c, unsigned f) { return 0; }
+int cuMemGetInfo_v2(size_t *f, size_t *t) { *f = 1ull << 30; *t = 1ull << 36; return 0; }
+int cuMemAlloc_v2(u64 *p, size_t n) { if (n > (1ull << 40)) return 2; *p = (u64)malloc(n); return 0; }
+int cuMemFree_v2(u64 p) { free((void *)p); return 0; }
+int cuMemHostAlloc(void **p, size_t n, unsigned f) { *p = malloc(n); return 0; }
+int cuMemFreeHost(void *p) { free(p); return 0; }
+int cuMemcpyHtoDAsync_v2(u64 d, const void *s, size_t n, void *st) { memcpy((void *)d, s, n); return 0; }
+int cuMemcpyDtoHAsync_v2(void *d, u64 s, size_t n, void *st) { memcpy(d, (void *)s, n); return 0; }
+int cuMemcpyDtoDAsync_v2(u64 d, u64 s, size_t n, void *st) { memcpy((void *)d, (void *)s, n); return 0; }
+int cuMemcpyPeerAsync(u64 d, void *dc, u64 s, void *sc, size_t n, void *st) { memcpy((void *)d, (void *)s, n); return 0; }
+int cuModuleLoadData(void **m, const void *img) { if (memcmp(img, "\x7f" "ELF", 4)) return 200; *m = (void *)0x10; return 0; }
+int cuModuleGetFunction(void **f, void *m, const char *name) { *f = (void *)0x20; return 0; }
+int cuModuleUnload(void *m) { return 0; }
+int cuFuncGetAttribute(int *v, int a, void *f) { *v = a == 0 ? 512 : 0; return 0; }
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh,
+                   void *st, void **params, void **extra) {
+  unsigned dims[6] = {gx, gy, gz, bx, by, bz};
+  memcpy(last_launch, dims, sizeof dims);
+  for (int i = 0; i < 3; i++) last_params[i] = *(u64 *)params[i];
+  launches++;
+  return 0;
+}
+int cuStreamCreate(void **s, unsigned f) { *s = (void *)0x30; return 0; }
+int cuStreamSynchronize(void *s) { return 0; }
+int cuStreamWaitEvent(void *s, void *e, unsigned f) { return 0; }
+int cuStreamDestroy_v2(void *s) { return 0; }
+int cuEventCreate(void **e, unsigned f) { *e = (void *)0x40; return 0; }
+int cuEventRecord(void *e, void *s) { return 0; }
+int cuEventSynchronize(void *e) { return 0; }
+int cuEventElapsedTime_v2(float *ms, void *a, void *b) { *ms = 0.5f; return 0; }
+int cuEventDestroy_v2(void *e) { return 0; }
+"""
+
+
+@pytest.fixture
+def fake_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The CUDA device opened over FAKE_DRIVER (an sm_90 'Fake GPU'); yields (device, the fake library)."""
+    import shutil
+    import threading
+
+    from unigrad.runtime import ops_cuda
+
+    src, so = tmp_path / "fake_cuda.c", tmp_path / "libfakecuda.so"
+    src.write_text(FAKE_DRIVER)
+    cc = shutil.which("gcc") or shutil.which("cc") or "cc"
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(so), str(src)], check=True)
+    fake = cuda.lib.__wrapped__((str(so),))
+    monkeypatch.setattr(cuda, "lib", lambda names=cuda.LIBRARIES: fake)
+    monkeypatch.setattr(ops_cuda, "_infos", {})
+    monkeypatch.setattr(ops_cuda, "_current", threading.local())
+    monkeypatch.setattr(ops_cuda, "STAGING_BYTES", 1 << 16)  # copies of a few chunks
+    cuda.init.cache_clear()
+    try:
+        yield ops_cuda.open_device("CUDA:3"), fake
+    finally:
+        cuda.init.cache_clear()
+
+
+@needs_nvrtc
+def test_fake_driver_device_info_and_target(fake_gpu) -> None:
+    dev, _ = fake_gpu
+    assert dev.info.name == "Fake GPU" and dev.info.arch == "sm_90" and dev.info.driver == (13, 0)
+    t = dev.target
+    assert (t.gpu, t.max_group, t.local_max, t.global_max, t.local_bytes, t.group_multiple) == (
+        True,
+        1024,
+        (1024, 1024, 64),
+        (2**31 - 1, 65535, 65535),
+        49152,
+        32,
+    )
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("n", [0, 1, 1 << 14, (1 << 16) + 3, 5 << 16])
+def test_fake_driver_copies_round_trip_through_staging(fake_gpu, n: int) -> None:
+    dev, _ = fake_gpu
+    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    buf = dev.allocator.alloc(x.nbytes, dtypes.float32, n)
+    dev.allocator.copyin(buf, x)
+    assert np.array_equal(dev.allocator.copyout(buf, dtypes.float32, n), x)
+    other = dev.allocator.alloc(x.nbytes, dtypes.float32, n)
+    dev.allocator.transfer(other, buf, x.nbytes)
+    assert np.array_equal(dev.allocator.copyout(other, dtypes.float32, n), x)
+    dev.allocator.free(buf, x.nbytes)
+
+
+@needs_nvrtc
+def test_fake_driver_out_of_memory_says_asked_and_free(fake_gpu) -> None:
+    dev, _ = fake_gpu
+    with pytest.raises(
+        MemoryError, match=r"CUDA:3 \(Fake GPU\) is out of memory: 4398046511104 bytes .* 1073741824 of"
+    ):
+        dev.allocator.alloc(1 << 42, dtypes.float32, 1 << 40)
+
+
+@needs_nvrtc
+def test_fake_driver_launch_sizes_and_arguments(fake_gpu) -> None:
+    import ctypes
+
+    from unigrad.render.cstyle import KernelSignature
+
+    dev, fake = fake_gpu
+    sig = KernelSignature("k", ((0, dtypes.float32), (1, dtypes.float32)), ("n",), 0, (40, 2), (128, 2))
+    program = dev.program("k", dev.compiler.compile('extern "C" __global__ void k(float *a) {}'), sig)
+    bufs = [type("B", (), {"handle": dev.allocator.alloc(64, dtypes.float32, 16)})() for _ in range(2)]
+    assert program(bufs, {"n": -5}, wait=True) == pytest.approx(5e-4)  # the events' 0.5 ms
+    assert list((ctypes.c_uint * 6).in_dll(fake, "last_launch")) == [40, 2, 1, 128, 2, 1]
+    params = list((ctypes.c_uint64 * 3).in_dll(fake, "last_params"))
+    assert params == [bufs[0].handle.ptr, bufs[1].handle.ptr, (-5) & (2**64 - 1)]
+    with pytest.raises(ValueError, match=r"a block of 1024x1x1 = 1024 threads does not fit .* at most 512 threads"):
+        program(bufs, {"n": 1}, block=(1024, 1, 1))  # the fake kernel's own limit is 512
+    with pytest.raises(
+        ValueError, match=r"a grid of 1x70000x1 blocks is over CUDA:3's limit of 2147483647x65535x65535"
+    ):
+        program(bufs, {"n": 1}, grid=(1, 70000, 1))
+    with pytest.raises(CompileError, match=r"refused the CUBIN of k: CUDA_ERROR_INVALID_IMAGE \(200\)"):
+        dev.program("k", b"not a cubin", sig)
