@@ -115,6 +115,7 @@ _BOOL_OPS = {"sum": "LOR", "max": "LOR", "bor": "LOR", "product": "LAND", "min":
 _BOOL_OPS["bxor"] = "LXOR"
 _HALF_TYPES = (dtypes.float16, dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2)
 _DTYPES = dtypes.all()  # a dtype's code in a shape check
+_POLL_S = 20e-6  # the progress thread's sleep between tests of an async op
 _CHECK_DIMS = 8  # the dims a shape check compares one by one (longer shapes add a hash of the rest)
 _OPS_CHECKED = (
     "all_reduce",
@@ -420,7 +421,10 @@ class _Progress:
         MPI = _mpi()
         while (work := self.todo.get()) is not None:
             try:
-                MPI.Request.Waitall(work.requests)
+                # polled, sleeping between tests: MPI's own wait spins, and on a machine with a core per rank that
+                # spinning thread takes the core from the rank's kernels (each test moves the transfer on)
+                while not MPI.Request.Testall(work.requests):
+                    time.sleep(_POLL_S)
             except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
                 work._error = e
             work._done.set()
