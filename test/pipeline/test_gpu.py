@@ -287,3 +287,43 @@ def test_beam_searches_work_group_splits(device, tmp_path):
         assert {L, G} <= kinds and AxisType.THREAD not in kinds
         got = t.sum(1).numpy()
     np.testing.assert_allclose(got, a.sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_spec_verifies_gpu_kernels_after_every_stage():
+    """SPEC=1 runs ir/spec.py after each stage: GPU kernels (SPECIAL, LOCAL arrays, BARRIER, IF/ENDIF) pass it."""
+    x, w = rand(12, 300), rand(300, 8)
+    with on_gpu("PYTHON"), Context(SPEC=1, DISABLE_COMPILER_CACHE=1):
+        got = (Tensor(x, device="PYTHON").softmax(-1) @ Tensor(w, device="PYTHON")).sum(0).numpy()
+    want = (torch.tensor(x).softmax(-1) @ torch.tensor(w)).sum(0).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_spec_refuses_a_barrier_inside_an_if_block():
+    from unigrad.dtype import dtypes
+    from unigrad.ir.spec import SpecError, verify_linear
+    from unigrad.ir.uop import UOp
+
+    gate = UOp.const(dtypes.bool, True)
+    block = UOp(Ops.IF, (gate,), 0)
+    barrier = UOp(Ops.BARRIER, (block,))
+    linear = UOp(Ops.LINEAR, (gate, block, barrier, UOp(Ops.ENDIF, (block, barrier))))
+    with pytest.raises(SpecError, match="BARRIER at position 2: inside an IF block"):
+        verify_linear(linear)
+    other = UOp(Ops.IF, (gate,), 1)
+    with pytest.raises(SpecError, match="ENDIF at position 3: closes a scope that is not the innermost open one"):
+        verify_linear(UOp(Ops.LINEAR, (gate, block, other, UOp(Ops.ENDIF, (block, gate)))))
+
+
+def test_output_axes_over_a_dimension_limit_merge_into_dimension_0():
+    """A device with few groups allowed in dimensions 1 and 2 (CUDA: 65535) gets every output axis in gidx0."""
+    a = rand(6, 5, 7)
+
+    def permuted(t: Tensor) -> Tensor:
+        return (t.permute(2, 0, 1) * 2).contiguous()  # three output axes that do not merge
+
+    for knob, dims in (("max_group=4,global_max=3", 1), ("max_group=4", 3)):
+        with Context(PYTHON_GPU=knob):
+            t = Tensor(a, device="PYTHON").realize()
+            ck = rt.get_kernel("PYTHON", kernel_of(permuted(t), "PYTHON")[0])
+            assert len(ck.lowered.sig.global_size) == dims, ck.lowered.sig
+            np.testing.assert_allclose(permuted(t).numpy(), a.transpose(2, 0, 1) * 2)

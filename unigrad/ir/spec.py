@@ -251,6 +251,10 @@ def verify_linear(linear: UOp) -> None:
             open_ranges.pop()
         elif u.op is Ops.SPECIAL and not (isinstance(u.arg, str) and u.arg[:4] in ("gidx", "lidx")):
             _fail(u, "arg", "gidx<d> or lidx<d>", u.arg)
+        elif u.op is Ops.BARRIER and any(x.op is Ops.IF for x in open_ranges):
+            raise SpecError(
+                f"BARRIER at position {i}: inside an IF block (work-items that skip it would never reach it)"
+            )
         seen.add(u)
     if open_ranges:
         raise SpecError(f"LINEAR: {len(open_ranges)} RANGE(s) never closed")

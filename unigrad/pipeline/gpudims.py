@@ -4,7 +4,8 @@ gates are inserted by rules.
 In: an optimized kernel SINK for a GPU target (optimize made its output axes GLOBAL, split some to LOCAL, and put
 its GROUP_REDUCEs through LOCAL buffers: optimize/local_buffers.py). Out: the same kernel where
   - GLOBAL ranges are group ids: the innermost output axis is SPECIAL gidx0, the next gidx1, and the rest are
-    merged into gidx2 (each a quotient/remainder of it) when there are more than three;
+    merged into gidx2 (each a quotient/remainder of it) when there are more than three; when a dimension would
+    exceed the device's limit (CUDA's 65535 groups in y and z) all of them are merged into gidx0;
   - LOCAL and GROUP_REDUCE ranges are the work-item's id in its group: one SPECIAL lidx0 over the whole group
     (each axis a quotient/remainder of it), so no per-dimension local limit is ever exceeded;
   - their ENDs are gone (a SPECIAL is no loop: every work-item runs the body once);
@@ -107,8 +108,18 @@ def gates_to_ifs(sink: UOp) -> UOp:
     return sink.substitute(mapping) if mapping else sink
 
 
-def gpudims(sink: UOp) -> UOp:
-    """Kernel SINK with GLOBAL/LOCAL/GROUP_REDUCE RANGEs -> the same kernel on SPECIAL indices (module doc)."""
+def _fits(rs: list[UOp], limit: int) -> bool:
+    """The ranges' product is known to be at most limit (a symbolic one: its largest value)."""
+    size = 1
+    for r in rs:
+        size *= int(_size(r).vmax)
+    return size <= limit
+
+
+def gpudims(sink: UOp, global_max: tuple[int, int, int] = (2**31 - 1,) * 3) -> UOp:
+    """Kernel SINK with GLOBAL/LOCAL/GROUP_REDUCE RANGEs -> the same kernel on SPECIAL indices (module doc).
+    global_max: the most groups per dimension (CUDA: 65535 in y and z); output axes that do not fit their dimension
+    all go into dimension 0, merged."""
     rs = axes(sink)
     glob = [r for r in rs if r.arg.axis_type is AxisType.GLOBAL]
     group = [r for r in rs if r.arg.axis_type in GROUP_TYPES]
@@ -117,11 +128,12 @@ def gpudims(sink: UOp) -> UOp:
         rs = axes(sink)
     value: dict[UOp, UOp] = {}
     inner = glob[::-1]  # innermost output axis first: gidx0 varies fastest between neighbouring groups
-    for d, r in enumerate(inner[: MAX_DIMS - 1] if len(inner) > MAX_DIMS else inner):
-        value[r] = _special(f"gidx{d}", _size(r))
-    if len(inner) > MAX_DIMS:
-        rest = glob[: len(glob) - (MAX_DIMS - 1)]  # outermost first
-        value.update(_merged(rest, _special(f"gidx{MAX_DIMS - 1}", _product(rest))))
+    dims = [[r] for r in inner[: MAX_DIMS - 1]] + ([inner[MAX_DIMS - 1 :][::-1]] if len(inner) >= MAX_DIMS else [])
+    if not all(_fits(rs_d, limit) for rs_d, limit in zip(dims, global_max)):
+        dims = [glob] if glob else []  # one dimension, the largest
+    for d, rs_d in enumerate(dims):
+        special = _special(f"gidx{d}", _product(rs_d))
+        value.update({rs_d[0]: special} if len(rs_d) == 1 else _merged(rs_d, special))
     if len(group) == 1:
         value[group[0]] = _special("lidx0", _size(group[0]))
     elif group:

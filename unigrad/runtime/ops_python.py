@@ -266,16 +266,17 @@ class PythonDevice(Compiled):
 
 @functools.cache
 def gpu_target(spec: str) -> Target:
-    """The GPU Target the knob PYTHON_GPU describes: '1' or 'max_group=N,local_bytes=M' (either may be left out)."""
-    fields = {"max_group": 256, "local_bytes": 16384}
+    """The GPU Target the knob PYTHON_GPU describes: '1' or 'max_group=N,local_bytes=M,global_max=K' (any may be
+    left out; global_max bounds the groups in dimensions 1 and 2, as CUDA's 65535 does)."""
+    fields = {"max_group": 256, "local_bytes": 16384, "global_max": 2**31 - 1}
     if spec.strip() != "1":
         for part in spec.split(","):
             key, _, value = part.partition("=")
             if key.strip() not in fields or not value.strip().isdigit():
-                raise ValueError(f"PYTHON_GPU: expected '1' or 'max_group=N,local_bytes=M', got {spec!r}")
+                raise ValueError(f"PYTHON_GPU: expected '1' or 'max_group=N,local_bytes=M,global_max=K', got {spec!r}")
             fields[key.strip()] = int(value)
-    n = fields["max_group"]
-    return Target(1, 0, 16, True, (2**31 - 1,) * 3, (n, n, n), n, fields["local_bytes"], 1, True)
+    n, g = fields["max_group"], fields["global_max"]
+    return Target(1, 0, 16, True, (2**31 - 1, g, g), (n, n, n), n, fields["local_bytes"], 1, True)
 
 
 class ShownAs:

@@ -458,7 +458,7 @@ def lower(device: str, sink: UOp) -> Lowered:
     name = sink.arg.name if sink.arg is not None else "kernel"
     gpu = dev.target.gpu
     if gpu:
-        sink = gpudims(sink)
+        sink = gpudims(sink, dev.target.global_max)
     sink = expand(sink)
     if gpu:
         sink = gates_to_ifs(sink)

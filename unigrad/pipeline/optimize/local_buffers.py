@@ -16,6 +16,8 @@ LOCAL storage is planned here too (the Register/Memory Plan's LOCAL part: the or
 buffers are made): the group reductions of one dtype share one array, as big as the largest needs. A later use's
 stores go to AFTER(array, the earlier use's result), so every work-item has read the earlier partials before any
 overwrites them (the barrier rule makes that AFTER a BARRIER too). A softmax row's max and sum take one array.
+A group reduction inside a loop (a sum over rows of row sums) stores into the array once per iteration, after the
+previous iteration's reads: its stores go to AFTER(array, partial), a barrier inside the loop before the store.
 """
 
 from __future__ import annotations
@@ -62,7 +64,10 @@ def group_reduces_to_locals(sink: UOp) -> UOp:
     for orig, (partial, slots) in zip(reduces, plans):  # sources first: a later REDUCE may read an earlier one
         partial = partial.substitute(mapping)
         lbuf = arrays[orig.dtype]
-        target = UOp(Ops.AFTER, (lbuf, last_reader[orig.dtype])) if orig.dtype in last_reader else lbuf
+        deps = [last_reader[orig.dtype]] if orig.dtype in last_reader else []
+        if _in_loop(partial):  # the previous iteration's reads come first: a barrier in the loop, before the store
+            deps.append(partial)
+        target = UOp(Ops.AFTER, (lbuf, *deps)) if deps else lbuf
         store = UOp(Ops.STORE, (UOp(Ops.INDEX, (target, _linear(slots))), partial))
         groups = _groups(orig)
         fresh = {g: UOp.range(bound(g), next_id + i, AxisType.REDUCE) for i, g in enumerate(groups)}  # type: ignore[arg-type]
@@ -72,6 +77,12 @@ def group_reduces_to_locals(sink: UOp) -> UOp:
             Ops.REDUCE, (UOp(Ops.LOAD, (read,), LOCAL), *fresh.values()), orig.arg
         )
     return sink.substitute(mapping)
+
+
+def _in_loop(partial: UOp) -> bool:
+    """The partial is computed inside a loop of the kernel (an enclosing reduce): each iteration stores into the
+    array the previous one's reads came from."""
+    return any(r.arg.axis_type not in SLOT_TYPES + (AxisType.GLOBAL,) for r in open_ranges(partial)[partial])
 
 
 def _plan(red: UOp) -> tuple[UOp, list[UOp]]:

@@ -306,6 +306,10 @@ def check_gpu_limits(sink: UOp, opt: Opt, target: Target) -> None:
     group = math.prod(bound(r) or 1 for r in rs if r.arg.axis_type in GROUP_TYPES)
     if group > target.max_group:
         raise _fail(opt, f"a work-group of {group} work-items is over this device's limit of {target.max_group}")
+    if group > target.local_max[0]:  # gpudims puts a group's work-items in dimension 0
+        raise _fail(
+            opt, f"a work-group of {group} work-items is over the device's dimension-0 limit {target.local_max[0]}"
+        )
     reduces = [u for u in sink.toposort() if u.op is Ops.REDUCE]
     if any(r.arg.axis_type is AxisType.GROUP_REDUCE for r in rs):
         need = sum(group * u.dtype.itemsize for u in reduces)
