@@ -17,7 +17,7 @@ from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize import Opt, OptError, OptOps, Target, apply_opt, apply_opts, axes, optimize, search
 from unigrad.pipeline.optimize.opts import bound
-from unigrad.runtime import Buffer, beam
+from unigrad.runtime import Buffer, beam, disk_cache
 from unigrad.runtime import realize as rt
 
 
@@ -184,7 +184,8 @@ def test_disk_cache_is_reused(cachedir: pathlib.Path, monkeypatch: pytest.Monkey
         searched = len(calls)
         assert searched > 1 and first.arg.opts
         (entry,) = (cachedir / "beam").glob("*.json")
-        assert [beam.opt_from_json(o) for o in json.loads(entry.read_text())["opts"]] == list(first.arg.opts)
+        data = disk_cache.unseal(entry.stem, entry.read_bytes())  # JSON, then its seal
+        assert data is not None and [beam.opt_from_json(o) for o in json.loads(data)["opts"]] == list(first.arg.opts)
         assert beam.beam_optimize("CPU", ast, avx512(2), rt.lower) is first  # from the cache: no search
         assert len(calls) == searched
         beam.beam_optimize("CPU", ast, avx512(1), rt.lower)  # another thread count is another entry

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from unigrad import Context, Tensor, Variable, dtypes
-from unigrad.runtime import CompileError, Device
+from unigrad.runtime import CompileError, Device, disk_cache
 from unigrad.runtime import realize as rt
 from unigrad.runtime.support import cuda, nvrtc
 
@@ -166,8 +166,13 @@ def test_disk_cache_hit(tmp_path: Path) -> None:
         first = c.compile(src)
         again = compiler().compile(src)
     assert c.compiles == 1 and first == again
-    assert (tmp_path / "cuda" / f"{c.key(src)}.cubin").read_bytes() == first
+    entry = tmp_path / "cuda" / f"{c.key(src)}.cubin"
+    assert disk_cache.unseal(c.key(src), entry.read_bytes()) == first  # the CUBIN, then its seal
     assert nvrtc.cubin_sm(first) == 90
+    entry.write_bytes(entry.read_bytes()[:-100])  # truncated: caught by its seal, compiled again
+    with Context(CACHEDIR=str(tmp_path), DISABLE_COMPILER_CACHE=0), pytest.warns(RuntimeWarning, match="damaged"):
+        fresh = compiler()
+        assert fresh.compile(src) == first and fresh.compiles == 1
 
 
 @needs_nvrtc

@@ -233,3 +233,85 @@ def test_saves_prune_their_folder(tmp_path, monkeypatch):
         assert len(scans) == 1
         assert cache.load(cache.key("39"), bytes) == b"z" * 100_000
         assert cache.load(cache.key("39"), str) is None  # not the kind asked for: a miss
+
+
+DAMAGE_SCRIPT = (
+    "import numpy as np\n"
+    "from unigrad import Tensor\n"
+    "x = Tensor(np.arange(12, dtype=np.float32).reshape(3, 4))\n"
+    "y = ((x @ x.T).relu().softmax(1) + x.sum()).numpy()\n"
+    "print(' '.join(f'{v:.6f}' for v in y.ravel()))\n"
+)
+
+
+def _damage(path: Path, how: str, other: Path) -> None:
+    data = path.read_bytes()
+    if how == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif how == "empty":
+        path.write_bytes(b"")
+    elif how == "garbled":  # bytes flipped all through the file, its seal too
+        path.write_bytes(bytes(b ^ 0x5A if i % 97 == 13 else b for i, b in enumerate(data)))
+    elif how == "garbled_body":  # the body's bytes flipped, its seal intact
+        path.write_bytes(bytes(b ^ 0xFF if 64 <= i < len(data) // 2 else b for i, b in enumerate(data)))
+    else:  # "foreign": another entry's bytes (sealed under another key: another version, machine or kernel)
+        path.write_bytes(other.read_bytes())
+
+
+@pytest.mark.parametrize("how", ["truncated", "empty", "garbled", "garbled_body", "foreign"])
+def test_damaged_entries_are_rebuilt(tmp_path, how):
+    """Every entry of every cache folder damaged between two processes: the second still gives the right answer,
+    with one warning per folder, and rebuilds the entries (a garbled shared object mapped as it was kills the
+    process with SIGBUS; a truncated one fails in dlopen)."""
+    env = {**os.environ, "CACHEDIR": str(tmp_path), "DISABLE_COMPILER_CACHE": "0", "PYTHONPATH": str(REPO)}
+    env["DEVICE"] = "CPU"
+    first = subprocess.run([sys.executable, "-c", DAMAGE_SCRIPT], capture_output=True, text=True, env=env)
+    assert first.returncode == 0, first.stderr
+    folders = sorted(f for f in tmp_path.iterdir() if f.is_dir())
+    assert {f.name for f in folders} >= {"cpu", "lowered", "schedules"}
+    damaged: dict[Path, bytes] = {}  # entry -> its damaged bytes (a folder of one entry has no foreign one)
+    for folder in folders:
+        entries = sorted(p for p in folder.iterdir() if p.suffix in (".so", ".pkl"))
+        for i, entry in enumerate(entries):
+            before = entry.read_bytes()
+            _damage(entry, how, entries[(i + 1) % len(entries)])
+            if entry.read_bytes() != before:
+                damaged[entry] = entry.read_bytes()
+    assert damaged
+    second = subprocess.run([sys.executable, "-c", DAMAGE_SCRIPT], capture_output=True, text=True, env=env)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == first.stdout
+    for folder in {p.parent for p in damaged}:
+        rebuilt = [p for p, b in damaged.items() if p.parent == folder and p.exists() and p.read_bytes() != b]
+        assert rebuilt, f"no entry of {folder.name} was rebuilt"
+    warned = [line for line in second.stderr.splitlines() if "damaged cache entries" in line]
+    assert 1 <= len(warned) <= len(folders), second.stderr
+    third = subprocess.run([sys.executable, "-c", DAMAGE_SCRIPT], capture_output=True, text=True, env=env)
+    assert third.returncode == 0 and third.stdout == first.stdout and "damaged" not in third.stderr, third.stderr
+
+
+def test_seal_detects_truncation_garbling_and_another_key():
+    data = b"\x7fELF some bytes" * 10
+    blob = disk_cache.seal("k1", data)
+    assert disk_cache.unseal("k1", blob) == data
+    assert disk_cache.unseal("k2", blob) is None  # sealed under another key
+    assert disk_cache.unseal("k1", blob[:-1]) is None
+    assert disk_cache.unseal("k1", blob[1:]) is None
+    assert disk_cache.unseal("k1", b"") is None
+    assert disk_cache.unseal("k1", data) is None  # never sealed (an older format)
+    assert disk_cache.unseal("k1", blob[:5] + b"X" + blob[6:]) is None
+
+
+def test_beam_opts_entry_damaged_is_a_miss(tmp_path):
+    from unigrad.pipeline.optimize import Opt, OptOps
+    from unigrad.runtime import beam
+
+    opts = (Opt(OptOps.PADTO, 0, 32),)
+    with Context(CACHEDIR=str(tmp_path), DISABLE_COMPILER_CACHE=0):
+        beam.save_opts("abc", opts)
+        assert beam.load_opts("abc") == opts
+        path = tmp_path / "beam" / "abc.json"
+        path.write_bytes(path.read_bytes().replace(b"32", b"64"))  # still JSON, the wrong opts
+        with pytest.warns(RuntimeWarning, match="damaged"):
+            assert beam.load_opts("abc") is None
+        assert not path.exists()

@@ -34,9 +34,9 @@ from unigrad.ir.text import structure
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize import Opt, OptError, OptOps, Target, apply_opts, axes, optimize
 from unigrad.pipeline.optimize.opts import bound
-from unigrad.runtime import Buffer, Device, Lowered
+from unigrad.runtime import Buffer, Device, Lowered, disk_cache
 
-CACHE_VERSION = 2  # bump when the search changes what it would choose
+CACHE_VERSION = 3  # bump when the search changes what it would choose or the entries' layout (3: sealed)
 MIN_RUNS, MAX_RUNS = 3, 20  # runs of one candidate: the minimum counts
 MIN_RUN_SECONDS = 2e-3  # keep running a fast candidate until its runs add up to this
 HOPELESS = 3.0  # a first run this many times slower than the best so far is not run again
@@ -219,11 +219,11 @@ def _cache_path(key: str) -> pathlib.Path | None:
 def load_opts(key: str) -> tuple[Opt, ...] | None:
     """The opts cached under `key`, or None (no entry, an unreadable one, or the cache is off)."""
     path = _cache_path(key)
-    if path is None or not path.exists():
+    if path is None or (data := disk_cache.read_sealed(path, key)) is None:
         return None
     try:
-        return tuple(opt_from_json(o) for o in json.loads(path.read_text())["opts"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return tuple(opt_from_json(o) for o in json.loads(data)["opts"])
+    except (ValueError, KeyError, TypeError):  # sealed, but by a version that wrote opts another way
         return None
 
 
@@ -231,7 +231,11 @@ def save_opts(key: str, opts: tuple[Opt, ...]) -> None:
     path = _cache_path(key)
     if path is None:
         return
-    write_atomic(path, json.dumps({"opts": [opt_to_json(o) for o in opts]}).encode())
+    data = json.dumps({"opts": [opt_to_json(o) for o in opts]}).encode()
+    try:
+        write_atomic(path, disk_cache.seal(key, data))
+    except OSError:  # an unwritable cache: searched again next time, still correct
+        pass
 
 
 def opt_to_json(opt: Opt) -> list:

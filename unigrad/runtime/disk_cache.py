@@ -7,8 +7,10 @@ included. Out: the value an earlier process saved under the same key, or None.
   edit anywhere gives new keys, never a stale entry.
 - Values are pickled with their UOps as one flat table (ir/persist.py): a graph of any depth, each shared node
   written once, rebuilt through hash-consing.
-- Writes are atomic (helpers.write_atomic). An entry that cannot be read is a miss; a value that cannot be pickled
-  is not written.
+- Writes are atomic (helpers.write_atomic). Every entry of every cache folder (these, the compilers' binaries, BEAM's
+  opts) ends in a seal: the SHA-256 of its key and its bytes. An entry that is truncated, garbled, or written under
+  another key is caught by the seal before it is used (before a shared object is mapped: a garbled one can kill the
+  process with SIGBUS), warned about once and rebuilt. A value that cannot be pickled is not written.
 - Each folder is bounded: a folder over CACHE_MB megabytes loses its least recently used entries (a read refreshes an
   entry's modification time) until it is under three quarters of that. Its size is looked at (a scan: ~0.5 s for
   100k entries) after a process wrote a sixteenth of CACHE_MB into it, and at a process's first write when no
@@ -24,16 +26,18 @@ import hashlib
 import os
 import pathlib
 import time
+import warnings
 from typing import Any
 
 from unigrad import config
 from unigrad.helpers import write_atomic
 from unigrad.ir.persist import UNPICKLABLE, dumps, loads
 
-FORMAT = 2  # bump when the layout of entries changes
+FORMAT = 3  # bump when the layout of entries changes
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent
 PRUNE_AGE_S = 24 * 3600  # a folder nobody pruned for this long is looked at by the next process writing into it
 STAMP = ".pruned"  # the file whose modification time says when the folder was last looked at
+_warned: set[str] = set()  # folders whose damaged entries were warned about
 _written: dict[str, int] = {}  # folder -> bytes this process wrote into it since it last looked at its size
 
 
@@ -54,6 +58,71 @@ def code_version() -> str:
                 st = os.stat(os.path.join(folder, name))
                 parts.append(f"{folder[len(str(PACKAGE)) :]}/{name}\0{st.st_size}\0{st.st_mtime_ns}")
     return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- seals: an entry checked before it is used
+
+SEAL_MAGIC = b"\nunigrad-seal "  # then the hex SHA-256 of (key, data) and a newline: 80 bytes of text at the end
+SEAL_BYTES = len(SEAL_MAGIC) + 64 + 1
+
+
+def _digest(key: str, data: bytes | memoryview) -> bytes:
+    h = hashlib.sha256(key.encode())
+    h.update(b"\0")
+    h.update(data)
+    return h.hexdigest().encode()
+
+
+def seal(key: str, data: bytes) -> bytes:
+    """data followed by its seal (the checksum of key and data). Bytes appended to a shared object do not change
+    what the loader maps, so a compiled kernel is sealed in place too."""
+    return data + SEAL_MAGIC + _digest(key, data) + b"\n"
+
+
+def unseal(key: str, blob: bytes) -> bytes | None:
+    """The data that seal(key, data) made `blob` from, or None: blob is truncated, garbled, unsealed (an older
+    format) or sealed under another key."""
+    if len(blob) < SEAL_BYTES:
+        return None
+    body = memoryview(blob)[: len(blob) - SEAL_BYTES]
+    tail = blob[len(blob) - SEAL_BYTES :]
+    if not tail.startswith(SEAL_MAGIC) or tail[len(SEAL_MAGIC) : -1] != _digest(key, body):
+        return None
+    return bytes(body)
+
+
+def damaged(path: pathlib.Path) -> None:
+    """Remove a cache entry that failed its seal (the caller rebuilds it); warn once per folder per process."""
+    if str(path.parent) not in _warned:
+        _warned.add(str(path.parent))
+        warnings.warn(
+            f"unigrad: damaged cache entries in {path.parent} (truncated, garbled or foreign; first {path.name}) are "
+            "rebuilt",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
+def read_sealed(path: pathlib.Path, key: str) -> bytes | None:
+    """The data of the sealed entry at path, or None: no entry, or a damaged one (warned about and removed). A hit
+    refreshes the entry's modification time (recently used: the last to be pruned)."""
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return None
+    data = unseal(key, blob)
+    if data is None:
+        damaged(path)
+        return None
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+    return data
 
 
 # ---------------------------------------------------------------- folders of entries
@@ -128,21 +197,13 @@ class DiskCache:
     def load(self, k: str, kind: type) -> Any | None:
         """The value saved under key k if it is a `kind`, else None (no entry, or one that cannot be read)."""
         path = self.folder() / f"{k}.pkl"
-        try:
-            data = path.read_bytes()
-        except OSError:
+        if (data := read_sealed(path, k)) is None:
             return None
         try:
             value = loads(data)
-        except Exception:  # a truncated or foreign file: a miss, overwritten by the next save
+        except Exception:  # sealed by another version of the pickled classes: a miss, overwritten by the next save
             return None
-        if not isinstance(value, kind):
-            return None
-        try:
-            os.utime(path)  # recently used: the last to be pruned
-        except OSError:
-            pass
-        return value
+        return value if isinstance(value, kind) else None
 
     def save(self, k: str, value: Any) -> None:
         """Write the entry atomically (a parallel process may write the same one); nothing when the value cannot be
@@ -152,7 +213,7 @@ class DiskCache:
         except UNPICKLABLE:
             return
         try:
-            write_atomic(self.folder() / f"{k}.pkl", data)
+            write_atomic(self.folder() / f"{k}.pkl", seal(k, data))
         except OSError:
             return
-        note_written(self.folder(), ".pkl", len(data))
+        note_written(self.folder(), ".pkl", len(data) + SEAL_BYTES)

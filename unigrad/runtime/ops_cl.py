@@ -20,7 +20,6 @@ import ctypes
 import functools
 import hashlib
 import math
-import os
 import pathlib
 import re
 from typing import Any
@@ -36,7 +35,7 @@ from unigrad.render.opencl import OpenCLLanguage
 from unigrad.runtime import Allocator, Compiled, Compiler, CompileError, DeviceName, Lowered, disk_cache, to_numpy_dtype
 from unigrad.runtime.support import opencl as cl
 
-FORMAT = 1  # bump when what a cached binary holds changes
+FORMAT = 2  # bump when what a cached binary holds changes (2: sealed, disk_cache.seal)
 GLOBAL_MAX = (2**31 - 1,) * 3  # OpenCL bounds a global size by size_t only: this keeps a global index an int
 MEMORY_ENTRIES = 256  # binaries a compiler keeps in memory when the disk cache is off
 DEFAULT_GROUP_MULTIPLE = 32  # when neither the device nor a probe kernel says its preferred work-group multiple
@@ -271,16 +270,12 @@ class CLCompiler(Compiler):
         folder = pathlib.Path(config.CACHEDIR.value) / "cl"
         path = folder / f"{k}.bin"
         if not fresh:
-            try:
-                binary = path.read_bytes()
-                os.utime(path)  # recently used: the last to be pruned
+            if (binary := disk_cache.read_sealed(path, k)) is not None:  # a damaged one is removed and built again
                 return binary
-            except OSError:
-                pass
         binary = self.build(src)
         try:
-            write_atomic(path, binary)
-            disk_cache.note_written(folder, ".bin", len(binary))
+            write_atomic(path, disk_cache.seal(k, binary))
+            disk_cache.note_written(folder, ".bin", len(binary) + disk_cache.SEAL_BYTES)
         except OSError:  # an unwritable cache: built every time, still correct
             pass
         return binary

@@ -26,6 +26,7 @@ from unigrad.render.cstyle import KernelSignature
 from unigrad.runtime import Allocator, Compiled, Compiler, Lowered, disk_cache, to_numpy_dtype
 from unigrad.runtime.cpu_pool import n_threads, pool
 
+FORMAT = 2  # bump when what a cached binary holds changes (2: sealed, disk_cache.seal)
 ALIGN = CLanguage.buffer_align  # every buffer starts on a whole vector: the renderer emits aligned accesses
 HUGE_PAGE = 1 << 21  # a buffer this big or bigger starts on a huge page and asks the OS for huge pages
 # mmap's default is a shared mapping (no transparent huge pages): ask for a private one where the OS has flags
@@ -157,6 +158,13 @@ def _scratch_dir() -> pathlib.Path:
 GCC_FLAGS = ("-fschedule-insns", "-fsched-pressure")
 
 
+def _append_seal(path: pathlib.Path, key: str) -> None:
+    """Seal a freshly compiled shared object in place (disk_cache.seal: the loader ignores the bytes after it)."""
+    data = path.read_bytes()
+    with open(path, "ab") as f:
+        f.write(disk_cache.seal(key, data)[len(data) :])
+
+
 class CCompiler(Compiler):
     base_flags = (
         "-O2",
@@ -175,27 +183,28 @@ class CCompiler(Compiler):
         self.compiles = 0
 
     def key(self, src: str) -> str:
-        return hashlib.sha256("\0".join((self.cc, self.machine, *self.flags, src)).encode()).hexdigest()[:32]
+        parts = (str(FORMAT), self.cc, self.machine, *self.flags, src)
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
 
     def compile(self, src: str) -> bytes:
         return self.compile_to_path(src).read_bytes()
 
     def compile_to_path(self, src: str) -> pathlib.Path:
         """Path of the shared object for `src`, compiling only on a cache miss."""
-        if config.DISABLE_COMPILER_CACHE.value:
-            cache = _scratch_dir()
-        else:
-            cache = pathlib.Path(config.CACHEDIR.value) / "cpu"
-        out = cache / f"{self.key(src)}.so"
+        scratch = bool(config.DISABLE_COMPILER_CACHE.value)
+        cache = _scratch_dir() if scratch else pathlib.Path(config.CACHEDIR.value) / "cpu"
+        key = self.key(src)
+        out = cache / f"{key}.so"
+        # a hit is mapped only after its seal is checked: a truncated .so fails in dlopen, a garbled one can SIGBUS
+        if out.exists() and disk_cache.read_sealed(out, key) is not None:
+            return out
         try:
-            os.utime(out)  # a hit: recently used, the last to be pruned
-            return out
-        except FileNotFoundError:
-            pass
-        except OSError:  # there, but not ours to touch
-            return out
-        cache.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache)
+            cache.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache)
+        except OSError:  # a cache folder not ours to write: built in this process's scratch folder
+            scratch, cache = True, _scratch_dir()
+            out = cache / f"{key}.so"
+            fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache)
         os.close(fd)
         import subprocess  # only on a cache miss: a process whose kernels are all cached never loads it
 
@@ -212,9 +221,10 @@ class CCompiler(Compiler):
         if proc.returncode != 0:
             os.unlink(tmp)
             raise RuntimeError(f"{self.cc} failed to compile a generated kernel:\n{proc.stderr.decode()}\n{src}")
+        _append_seal(pathlib.Path(tmp), key)
         os.replace(tmp, out)  # atomic: parallel compiles of the same kernel are safe
         self.compiles += 1
-        if not config.DISABLE_COMPILER_CACHE.value:
+        if not scratch:
             disk_cache.note_written(cache, ".so", out.stat().st_size)  # bounded as the other disk caches (CACHE_MB)
         return out
 

@@ -23,7 +23,6 @@ import ctypes
 import functools
 import hashlib
 import math
-import os
 import pathlib
 import re
 import threading
@@ -40,7 +39,7 @@ from unigrad.render.cuda import CUDALanguage
 from unigrad.runtime import Allocator, Compiled, Compiler, CompileError, DeviceName, Lowered, disk_cache, to_numpy_dtype
 from unigrad.runtime.support import cuda, nvrtc
 
-FORMAT = 1  # bump when what a cached CUBIN holds changes
+FORMAT = 2  # bump when what a cached CUBIN holds changes (2: sealed, disk_cache.seal)
 MEMORY_ENTRIES = 256  # CUBINs a compiler keeps in memory when the disk cache is off
 STAGING_BYTES = 1 << 24  # each of the two pinned staging buffers of a device
 # NVRTC's options besides the architecture: no contraction of a*b+c into fma (the CPU's bits), helpers written as C
@@ -155,16 +154,12 @@ class CUDACompiler(Compiler):
             return binary
         folder = pathlib.Path(config.CACHEDIR.value) / "cuda"
         path = folder / f"{k}.cubin"
-        try:
-            binary = path.read_bytes()
-            os.utime(path)  # recently used: the last to be pruned
+        if (binary := disk_cache.read_sealed(path, k)) is not None:  # a damaged one is removed and built again
             return binary
-        except OSError:
-            pass
         binary = self.build(src)
         try:
-            write_atomic(path, binary)
-            disk_cache.note_written(folder, ".cubin", len(binary))
+            write_atomic(path, disk_cache.seal(k, binary))
+            disk_cache.note_written(folder, ".cubin", len(binary) + disk_cache.SEAL_BYTES)
         except OSError:  # an unwritable cache: compiled every time, still correct
             pass
         return binary
