@@ -327,3 +327,24 @@ def test_output_axes_over_a_dimension_limit_merge_into_dimension_0():
             ck = rt.get_kernel("PYTHON", kernel_of(permuted(t), "PYTHON")[0])
             assert len(ck.lowered.sig.global_size) == dims, ck.lowered.sig
             np.testing.assert_allclose(permuted(t).numpy(), a.transpose(2, 0, 1) * 2)
+
+
+def test_group_reductions_share_one_local_array_with_barriers_between_uses():
+    """Two group reductions of one dtype in one kernel (a row max and a row sum, each split over the group) share one
+    LOCAL array: the second use stores after a barrier that follows the first use's reads; no barrier is added
+    where no loop or earlier use needs one. UNROLLed partials index the array by work-item only."""
+    a = rand(4, 512)
+    opts = (Opt(OptOps.SPLIT, 1, (16, G, False)), Opt(OptOps.SPLIT, 2, (16, G, False)))
+    with on_gpu("PYTHON"), Context(DISABLE_COMPILER_CACHE=1):
+        t = Tensor(a, device="PYTHON").realize()
+        ast, bufs = kernel_of(t.max(1) + t.sum(1), "PYTHON")
+        got = run(ast, bufs, opts, "PYTHON")
+        src = rt.get_kernel("PYTHON", ast.replace(arg=KernelInfo(ast.arg.name, opts))).source
+        assert src.count("__local float temp") == 1 and src.count("barrier(") == 3, src
+        unrolled = (Opt(OptOps.SPLIT, 1, (8, G, False)), Opt(OptOps.SPLIT, 1, (4, AxisType.UNROLL, False)))
+        ast2, bufs2 = kernel_of(t.sum(1), "PYTHON")
+        got2 = run(ast2, bufs2, unrolled, "PYTHON")
+        src2 = rt.get_kernel("PYTHON", ast2.replace(arg=KernelInfo(ast2.arg.name, unrolled))).source
+        assert "__local float temp0[8];" in src2 and src2.count("barrier(") == 1, src2
+    np.testing.assert_allclose(got, a.max(1) + a.sum(1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got2, a.sum(1), rtol=1e-5, atol=1e-5)

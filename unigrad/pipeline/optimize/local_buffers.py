@@ -51,7 +51,8 @@ def group_reduces_to_locals(sink: UOp) -> UOp:
     if not reduces:
         return sink
     next_id = max(r.arg.id for r in axes(sink)) + 1
-    plans = [_plan(red) for red in reduces]
+    group = {r for r in axes(sink) if r.arg.axis_type in (AxisType.LOCAL, AxisType.GROUP_REDUCE)}
+    plans = [_plan(red, group) for red in reduces]
     sizes: dict[DType, int] = {}
     for red, (_, slots) in zip(reduces, plans):
         sizes[red.dtype] = max(sizes.get(red.dtype, 1), math.prod(bound(r) for r in slots))  # type: ignore[misc]
@@ -79,18 +80,25 @@ def group_reduces_to_locals(sink: UOp) -> UOp:
     return sink.substitute(mapping)
 
 
+def _open(partial: UOp) -> set[UOp]:
+    """The ranges the partial's value varies with (open_ranges counts a REDUCE's own ranges as open: they are not)."""
+    own = set(partial.src[1:]) if partial.op is Ops.REDUCE else set()
+    return set(open_ranges(partial)[partial]) - own
+
+
 def _in_loop(partial: UOp) -> bool:
     """The partial is computed inside a loop of the kernel (an enclosing reduce): each iteration stores into the
     array the previous one's reads came from."""
-    return any(r.arg.axis_type not in SLOT_TYPES + (AxisType.GLOBAL,) for r in open_ranges(partial)[partial])
+    return any(r.arg.axis_type not in SLOT_TYPES + (AxisType.GLOBAL,) for r in _open(partial))
 
 
-def _plan(red: UOp) -> tuple[UOp, list[UOp]]:
-    """(each work-item's partial, the ranges its slot in the LOCAL array is indexed by)."""
+def _plan(red: UOp, group: set[UOp]) -> tuple[UOp, list[UOp]]:
+    """(each work-item's partial, the ranges its slot in the LOCAL array is indexed by: every work-item of the group
+    has its own slot, also where its partial does not depend on some of the group's axes, so no two store to one)."""
     groups = _groups(red)
     others = [r for r in red.src[1:] if r not in groups]
     partial = UOp(Ops.REDUCE, (red.src[0], *others), red.arg) if others else red.src[0]
-    slots = sorted((r for r in open_ranges(partial)[partial] if r.arg.axis_type in SLOT_TYPES), key=lambda r: r.arg.id)
+    slots = sorted({r for r in _open(partial) if r.arg.axis_type in SLOT_TYPES} | group, key=lambda r: r.arg.id)
     return partial, slots
 
 
