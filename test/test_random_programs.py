@@ -9,7 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from unigrad import Tensor
+from unigrad import Context, Tensor
+from unigrad.runtime.support import opencl as cl
 
 UNARY = ["exp", "relu", "neg", "square", "abs", "sigmoid", "tanh", "sin", "softmax", "log_softmax", "gelu", "silu"]
 
@@ -70,10 +71,10 @@ def random_step(x: Tensor, y: torch.Tensor, r: random.Random, rng: np.random.Gen
     return x.flip(0), y.flip(0), "flip0"
 
 
-@pytest.mark.parametrize("seed", range(24))
-def test_random_program_matches_torch(seed):
+def check_program(seed: int, sizes: tuple[int, ...] = (1, 2, 3, 5, 8, 17), max_dims: int = 4) -> None:
+    """Seed's random program on the default device against torch: values and the input's gradient."""
     r, rng = random.Random(seed), np.random.default_rng(seed)
-    shape = tuple(r.choice([1, 2, 3, 5, 8, 17]) for _ in range(r.randint(1, 4)))
+    shape = tuple(r.choice(sizes) for _ in range(r.randint(1, max_dims)))
     a = rng.standard_normal(shape).astype(np.float32) * 0.5
     u, v = Tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
     x, y, ops = u, v, []
@@ -89,3 +90,19 @@ def test_random_program_matches_torch(seed):
     gu = u.grad.numpy() if u.grad is not None else np.zeros_like(a)
     gv = v.grad.numpy() if v.grad is not None else np.zeros_like(a)
     np.testing.assert_allclose(gu, gv, rtol=1e-3, atol=1e-4, err_msg=f"gradient: {shape} {ops}")
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_program_matches_torch(seed):
+    check_program(seed)
+
+
+@pytest.mark.parametrize(
+    "device", [pytest.param("CL", marks=pytest.mark.skipif(cl.unavailable() is not None, reason="no OpenCL")), "PYTHON"]
+)
+@pytest.mark.parametrize("seed", range(12))
+def test_random_program_on_a_gpu(seed, device):
+    """The same programs lowered for a GPU (work-groups, LOCAL memory, barriers): on CL, and on the PYTHON device
+    emulating one, whose race checks would report a missing barrier."""
+    with Context(DEVICE=device, PYTHON_GPU="1" if device == "PYTHON" else ""):
+        check_program(1000 + seed, sizes=(1, 2, 3, 5, 8) if device == "PYTHON" else (1, 2, 3, 5, 8, 17), max_dims=3)
