@@ -348,3 +348,18 @@ def test_group_reductions_share_one_local_array_with_barriers_between_uses():
         assert "__local float temp0[8];" in src2 and src2.count("barrier(") == 1, src2
     np.testing.assert_allclose(got, a.max(1) + a.sum(1), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got2, a.sum(1), rtol=1e-5, atol=1e-5)
+
+
+@needs_cl
+def test_elementwise_takes_vector_lanes_and_a_work_group():
+    """Each work-item loads and stores a whole float4 (OpenCL's own vector type: fma and select take it), groups of
+    LOCAL work-items; an odd size keeps scalar lanes and agrees all the same."""
+    for n, vector in ((4096, True), (4099, False)):
+        a = rand(n)
+        t = Tensor(a, device="CL").realize()
+        ast, _ = kernel_of((t * 2 + 1).exp().relu(), "CL")
+        ck = rt.get_kernel("CL", ast)
+        assert ("*(__global float32_v4*)" in ck.source and "typedef float4 float32_v4;" in ck.source) is vector
+        assert ck.lowered.sig.local_size[0] > 1
+        got = (t * 2 + 1).exp().relu().numpy()
+        np.testing.assert_allclose(got, np.maximum(np.exp(a * 2 + 1), 0), rtol=1e-6)

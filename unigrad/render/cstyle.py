@@ -279,7 +279,7 @@ class CStyleLanguage:
 
     def store_vector(self, u: UOp, ptr: str, value: str, aligned: bool, buffer_bytes: int) -> str:
         """A contiguous vector store of value at ptr (aligned to a whole vector or not) into a buffer_bytes buffer."""
-        return f"*({self.vtype(u.src[0])}{'' if aligned else '_u'}*){ptr} = {value};"
+        return f"*({self.pointer_space}{self.vtype(u.src[0])}{'' if aligned else '_u'}*){ptr} = {value};"
 
     def render_const(self, v: object, dt: DType) -> str:
         if dt.is_bool:
@@ -354,6 +354,7 @@ class CStyleLanguage:
     special_funcs: dict[str, str] = {}
     barrier: str = ""
     local_qualifier: str = ""
+    pointer_space: str = ""  # the address space of a vector access's pointer cast (OpenCL: __global)
 
     def special(self, name: str) -> str:
         """The expression of SPECIAL `name` (gidx0, lidx1, ...)."""
@@ -479,7 +480,7 @@ class CStyleLanguage:
                 if _is_reg(idx.src[0]):
                     load = r[idx]
                 else:
-                    load = f"*({self.vtype(u)}{self.align(idx)}*){r[idx]}"
+                    load = f"*({self.pointer_space}{self.vtype(u)}{self.align(idx)}*){r[idx]}"
                     if hint := self.load_hint(u, r[idx], _buffer_bytes(idx), read_once(idx, loops)):
                         emit(hint)
                 emit(f"{self.vtype(u)} {v} = {load};")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from unigrad.dtype import DType, dtypes
 from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.uop import UOp
-from unigrad.render.cstyle import CStyleLanguage, KernelSignature
+from unigrad.render.cstyle import _INT_OF_SIZE, CStyleLanguage, KernelSignature, _mask_bytes, _num, _vec
 
 PRELUDE = """#pragma OPENCL FP_CONTRACT OFF
 static inline long fl_idiv(long a, long b) { if (b == 0) return 0; long q = a / b; return q - ((a % b != 0) & ((a < 0) != (b < 0))); }
@@ -60,9 +60,42 @@ class OpenCLLanguage(CStyleLanguage):
     special_funcs = {"g": "get_group_id", "l": "get_local_id"}
     decompose = GroupOp.Decomposed - {Ops.MULACC}  # as the CPU's C: the same primitives, the same bits
 
+    pointer_space = "__global "
+    vector_bytes = 16  # float4/int4/double2: what GPUs load in one instruction per work-item
+    buffer_align = 128  # OpenCL aligns every buffer to CL_DEVICE_MEM_BASE_ADDR_ALIGN (1024 bits at least)
+
     def __init__(self, device: str = "CL", half: bool = True, double: bool = True) -> None:
         """device: the name errors give; half/double: the device has cl_khr_fp16/cl_khr_fp64."""
         self.device, self.unsupported = device, {dtypes.float16: half, dtypes.float64: double}
+
+    # ---- vectors: OpenCL C's own vector types (float4, int4, ...), which its builtins (fma) take
+    def vector_typedefs(self, uops: tuple[UOp, ...]) -> str:
+        used: set[tuple[DType, int]] = set()
+        for u in uops:
+            if _vec(u):
+                dt = _INT_OF_SIZE[_mask_bytes(u)] if u.dtype.is_bool else u.dtype
+                used |= {(dt, u.shape[0]), (_INT_OF_SIZE[dt.itemsize], u.shape[0])}
+        defs = []
+        for dt, k in sorted(used, key=lambda x: (x[0].name, x[1])):
+            defs.append(f"typedef {CL_TYPES[dt]}{k} {dt.name}_v{k};")
+            defs.append(f"typedef {CL_TYPES[dt]}{k} {dt.name}_v{k}_u __attribute__((aligned({dt.itemsize})));")
+        return "\n".join(defs)
+
+    def can_vector(self, u: UOp) -> bool:
+        if u.op is Ops.MULACC:
+            return u.dtype in (dtypes.float32, dtypes.float64) and _num(u)
+        return super().can_vector(u)
+
+    def valu(self, u: UOp, r: dict[UOp, str]) -> str:
+        if u.op is Ops.MULACC:
+            return f"fma({', '.join(self.bcast(s, u, r) for s in u.src)})"
+        if u.op is Ops.BITCAST:  # OpenCL reinterprets bits with as_<type>, never with a cast
+            return f"as_{CL_TYPES[u.dtype]}{u.shape[0]}({r[u.src[0]]})"
+        return super().valu(u, r)
+
+    def select(self, T: str, mask: str, x: str, y: str, dt: DType) -> str:
+        """mask ? x : y lane-wise: OpenCL's select(y, x, mask) takes the lanes whose mask has its top bit set."""
+        return f"select({y}, {x}, {mask})"  # the mask: an int vector of dt's width (compares make them)
 
     def ctype(self, dt: DType) -> str:
         if dt not in self.types or not self.unsupported.get(dt, True):

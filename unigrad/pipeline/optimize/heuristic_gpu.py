@@ -7,8 +7,11 @@ memory). Out: the list of Opts, each checked as it is chosen (apply_opt), so lat
     their partials through LOCAL memory (optimize/local_buffers.py);
   - matmul-like kernels (a load the output tile reuses): a work-group tile of LOCAL axes on the two innermost
     outputs, each work-item computing an UPCAST block of outputs with the reduce axis UNROLLed;
-  - everything else (elementwise, reductions to many outputs): the innermost output axes split to LOCAL until a
-    group holds GROUP_ITEMS work-items (the preferred multiple when the size allows), the reduce loops kept whole.
+  - everything else (elementwise, reductions to many outputs): on a target with vector registers, the innermost
+    output axis UPCAST by one vector's lanes where every store is contiguous in it (each work-item loads and stores
+    a whole vector), then the innermost output axes split to LOCAL until a group holds GROUP_ITEMS work-items (the
+    preferred multiple when the size allows; an elementwise axis no good size divides, a prime, is padded to whole
+    groups of PAD_GROUP and its padded work-items store nothing), the reduce loops kept whole.
 Symbolic sizes take no opts (each group then has one work-item).
 """
 
@@ -19,12 +22,13 @@ import math
 from unigrad.ir.args import AxisType
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
-from unigrad.pipeline.optimize.heuristic import _output_chain, _tile_reuses
+from unigrad.pipeline.optimize.heuristic import MAX_VECTOR_BODY, _output_chain, _tile_reuses, _vector_lanes
 from unigrad.pipeline.optimize.opts import Opt, OptError, OptOps, Target, apply_opt, axes, bound, check_gpu_limits
 
 GROUP_ITEMS = 256  # work-items a group aims for (elementwise, group reductions)
 FEW_OUTPUTS = 1024  # a reduction with at most this many outputs splits its reduce axis over a group
 MIN_GROUP_REDUCE = 256  # ... when the reduce axis has at least this many elements
+PAD_GROUP = 64  # an elementwise axis no good group size divides is padded to a multiple of this (or of the room left)
 TILE_LOCAL = (16, 8, 4, 2)  # a matmul's LOCAL tile per output axis: the first dividing it
 TILE_UPCAST = (4, 2)  # outputs per work-item along each tile axis
 TILE_UNROLL = (4, 2)  # reduce steps unrolled
@@ -65,6 +69,18 @@ class _Builder:
         self.opts.append(opt)
         return True
 
+    def padto(self, rid: int, m: int) -> bool:
+        r = self.by_id(rid)
+        if r is None:
+            return False
+        opt = Opt(OptOps.PADTO, axes(self.sink).index(r), m)
+        try:
+            self.sink = apply_opt(self.sink, opt)
+        except OptError:
+            return False
+        self.opts.append(opt)
+        return True
+
     def size(self, rid: int) -> int:
         r = self.by_id(rid)
         return 0 if r is None else bound(r) or 0
@@ -102,10 +118,19 @@ def gpu_opts(sink: UOp, target: Target) -> list[Opt]:
         if (k := _divisor(b.size(rid), TILE_UNROLL, b.size(rid))) is not None:
             b.split(rid, k, AxisType.UNROLL)
         return b.opts
+    if outputs and target.vector_bytes and len(sink.toposort()) <= MAX_VECTOR_BODY:
+        # each work-item a vector of neighbouring outputs where every store is contiguous in the innermost axis
+        lanes = _vector_lanes(sink, b.by_id(outputs[-1]), target.vector_bytes)  # type: ignore[arg-type]
+        if lanes > 1 and b.size(outputs[-1]) % lanes == 0 and b.size(outputs[-1]) > lanes:
+            b.split(outputs[-1], lanes, AxisType.UPCAST)
     for rid in outputs[::-1]:  # innermost outputs first, until the group is full
         room = limit // b.group()
         if room < 2:
             break
-        if (k := _divisor(b.size(rid), _group_sizes(room, target.group_multiple), room)) is not None:
+        k = _divisor(b.size(rid), _group_sizes(room, target.group_multiple), room)
+        pad = 1 << (min(room, PAD_GROUP).bit_length() - 1)
+        if (k is None or k < pad // 4) and b.size(rid) >= 2 * pad and not reduces and b.padto(rid, pad):
+            k = pad  # an awkward size (a prime): padded to whole groups, the padded work-items store nothing
+        if k is not None:
             b.split(rid, k, AxisType.LOCAL)
     return b.opts
