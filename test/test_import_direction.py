@@ -202,9 +202,9 @@ def test_imports_point_down_the_pipeline():
 # The core (Tensor and its api mixins, gradients, @function) sits below unigrad.nn: nn builds on it, never the
 # reverse, not even inside a function. ir/pipeline/render/runtime are kept off nn by the layer rules above.
 CORE_PREFIXES = ("unigrad.api", "unigrad.tensor", "unigrad.gradient", "unigrad.function")
-# core modules that still reach into unigrad.nn, to be moved out: torch's top-level spellings of nn.functional
-# (torch.conv2d, torch.max_pool2d, torch.layer_norm, ...) call it on first use
-CORE_IMPORTS_NN_PENDING = {"unigrad.api.torch_functions"}
+# core modules that still reach into unigrad.nn, to be moved out (none: torch's top-level spellings of nn.functional
+# live in unigrad/torch_nn_functions.py, above nn)
+CORE_IMPORTS_NN_PENDING: set[str] = set()
 
 
 def core_modules_importing_nn(sources: dict[str, tuple[str, bool]]) -> dict[str, list[int]]:
@@ -297,3 +297,14 @@ def test_checker_finds_cycles_at_import_time_only():
         unigrad__ir__b="from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from unigrad.ir.a import g\n",
     )
     assert check(typing_only) == []
+
+
+def test_nn_backed_torch_functions_are_listed_where_unigrad_finds_them():
+    """unigrad.__getattr__ resolves torch.conv2d & co. from torch_functions.NN_FUNCTIONS without importing nn: the
+    list names exactly what torch_nn_functions defines."""
+    import unigrad
+    from unigrad import torch_nn_functions
+    from unigrad.api import torch_functions
+
+    assert sorted(torch_functions.NN_FUNCTIONS) == sorted(torch_nn_functions.__all__)
+    assert all(getattr(unigrad, name) is getattr(torch_nn_functions, name) for name in torch_functions.NN_FUNCTIONS)

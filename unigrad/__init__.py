@@ -30,12 +30,14 @@ from unigrad.api.linalg import TORCH_NAMES as _LINALG_NAMES
 
 
 def __getattr__(name: str) -> object:
-    """`unigrad.nn` and `unigrad.optim` without importing them (as torch.nn, torch.optim), imported on first use:
-    startup stays small."""
-    if name in ("nn", "optim"):
-        import importlib
+    """`unigrad.nn` and `unigrad.optim` without importing them (as torch.nn, torch.optim), and torch's top-level
+    spellings of nn.functional (unigrad/torch_nn_functions.py), imported on first use: startup stays small."""
+    import importlib
 
+    if name in ("nn", "optim"):
         return importlib.import_module(f"unigrad.{name}")
+    if name in torch_functions.NN_FUNCTIONS:  # torch.conv2d, torch.layer_norm, ...: they call nn.functional
+        return getattr(importlib.import_module("unigrad.torch_nn_functions"), name)
     raise AttributeError(f"module 'unigrad' has no attribute {name!r}")
 
 
@@ -87,6 +89,7 @@ __all__ = [
 ]
 __all__ += torch_env.__all__
 __all__ += [name for name in torch_functions.__all__ if name not in __all__] + DTYPE_NAMES
+__all__ += [name for name in torch_functions.NN_FUNCTIONS if name not in __all__]
 
 # torch's top-level linear algebra (torch.det, torch.inverse, torch.svd in its old (U, S, V) form, ...)
 globals().update(_LINALG_NAMES)

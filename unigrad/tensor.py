@@ -1091,6 +1091,7 @@ class Tensor(
             return self
         if isinstance(dev, tuple):
             return self.shard(dev)
+        Device[dev]  # opened now (once per device): a device this machine lacks (CUDA without a driver) fails here
         out = Tensor(UOp(Ops.LOAD, (self.uop,), LoadArg(dev)), device=dev)
         if self._requires_grad:
             out._join_autograd()

@@ -46,8 +46,11 @@ def test_device():
     assert x.to(unigrad.device("cpu")).device == "CPU" and x.device == d
     cuda = unigrad.device("cuda" if unigrad.cuda.is_available() else "cpu")
     assert cuda.type == "cpu"
+    if not unigrad.cuda.is_available():  # CUDA is a device unigrad knows: without a driver, .to() says so
+        with pytest.raises(RuntimeError, match="CUDA.*DEVICE=CPU"):
+            Tensor.ones(2).to(unigrad.device("cuda"))
     with pytest.raises(ValueError, match="unknown device"):
-        Tensor.ones(2).to(unigrad.device("cuda"))
+        Tensor.ones(2).to(unigrad.device("tpu"))
     with pytest.raises(RuntimeError, match="invalid device string"):
         unigrad.device("cpu:x")
 
