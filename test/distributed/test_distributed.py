@@ -58,7 +58,8 @@ def test_a_stuck_rank_times_out_and_aborts_the_job():
     assert time.monotonic() - t0 < 40, "the job waited for the stuck rank"
     assert p.returncode != 0
     assert "DistBackendError: all_reduce" in out and "not completed after 1 s" in out, out[-3000:]
-    assert "rank 0 raised DistBackendError; aborting the job" in out, out[-3000:]
+    assert "rank 0: DistBackendError in a blocking collective (the watchdog); aborting the job" in out, out[-3000:]
+    assert 'mpi_worker.py", line' in out and "in timeout" in out, "no stack of the blocked call: " + out[-3000:]
 
 
 @needs_mpi
@@ -147,3 +148,12 @@ def test_post_accumulate_grad_hook_sees_the_accumulated_grad():
     assert len(seen) == 2
     with pytest.raises(RuntimeError, match="leaf"):
         (w * 2).register_post_accumulate_grad_hook(lambda t: None)
+
+
+def test_launcher_passes_a_modules_options_on(capsys):
+    """`-m module --opt`: the options after the module are the module's, not the launcher's."""
+    if shutil.which("mpirun") is None:
+        pytest.skip("needs mpirun")
+    assert launcher.main(["-n", "2", "--print", "-m", "pkg.mod", "--worker", "x", "-n", "3"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.endswith("--unigrad-worker -m pkg.mod --worker x -n 3") and " -np 2 " in line, line

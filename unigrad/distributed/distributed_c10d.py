@@ -6,13 +6,17 @@ finishes the op. The data moves through MPI's buffer protocol: a CPU tensor's ow
 another device's is copied out and back. The reductions are MPI's own (ReduceOp.AVG: a SUM, then a division kernel;
 float16/bfloat16/fp8, for which MPI has no arithmetic: reduced in float32 and cast back by kernels).
 
-Every collective is started as MPI's nonblocking call, in program order (so every rank starts them in the same
-order), and finished by polling it (a blocking op) or by one progress thread per process that waits for the async
-ones in order while the caller computes (the all-reduce of a DDP bucket overlaps the rest of the step). A wait longer
-than DIST_TIMEOUT seconds raises DistBackendError naming the op, the group and the rank; with DIST_CHECK=1 (default)
-each collective first gathers every rank's (op, dtype, shape, root), so a rank calling another op or passing another
-shape raises an error on every rank naming the op, the ranks and what each passed, instead of hanging or mixing data.
-An uncaught exception on a rank of a job of several aborts the whole job (MPI_Abort): the survivors do not hang.
+A blocking collective (async_op=False, the default) is MPI's own blocking call (its latency is MPI's: no Python loop
+polls it); an async one is started as MPI's nonblocking call, in program order (so every rank starts them in the same
+order), and finished by one progress thread per process that waits for the async ones in order while the caller
+computes (the all-reduce of a DDP bucket overlaps the rest of the step). Timeouts (DIST_TIMEOUT seconds): an async
+op's wait() raises DistBackendError naming the op, the group and the rank; a blocking call cannot be interrupted, so a
+watchdog thread that sees one in flight for longer prints that DistBackendError with the caller's stack and aborts the
+job (as torch's NCCL watchdog tears the process down). With DIST_CHECK=1 (default) each collective first all-reduces
+(MAX) a hash of every rank's (op, dtype, shape, root), one 16-byte collective; where the ranks disagree they gather
+the full signatures, so a rank calling another op or passing another shape raises an error on every rank naming the
+op, the ranks and what each passed, instead of hanging or mixing data. An uncaught exception on a rank of a job of
+several aborts the whole job (MPI_Abort): the survivors do not hang.
 
 mpi4py is imported by init_process_group, never at import (importing it starts MPI).
 """
@@ -28,6 +32,7 @@ import sys
 import threading
 import time
 import traceback
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -117,6 +122,8 @@ _HALF_TYPES = (dtypes.float16, dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2)
 _DTYPES = dtypes.all()  # a dtype's code in a shape check
 _POLL_S = 20e-6  # the progress thread's sleep between tests of an async op
 _CHECK_DIMS = 8  # the dims a shape check compares one by one (longer shapes add a hash of the rest)
+_HASH_MASK = (1 << 62) - 1  # a signature's hash, non-negative: its negation (the check's MIN as a MAX) fits an int64
+_WATCH_TICK_S = 1.0  # the watchdog's longest sleep between looks at the blocking call in flight
 _OPS_CHECKED = (
     "all_reduce",
     "broadcast",
@@ -128,6 +135,8 @@ _OPS_CHECKED = (
     "scatter",
     "barrier",
 )
+_OP_CODE = {op: i for i, op in enumerate(_OPS_CHECKED)}
+_DTYPE_CODE = {dt: i for i, dt in enumerate(_DTYPES)}
 
 
 def _mpi() -> Any:
@@ -182,7 +191,8 @@ group = GroupMember  # torch.distributed.group.WORLD
 
 
 class _State:
-    """The process's distributed state: the default group, the backend, the timeout, the progress thread."""
+    """The process's distributed state: the default group, the backend, the timeout, the progress and watchdog
+    threads, mpi4py's MPI module (once started)."""
 
     def __init__(self) -> None:
         self.world: ProcessGroup | None = None
@@ -190,7 +200,9 @@ class _State:
         self.timeout = 0.0
         self.groups: list[ProcessGroup] = []
         self.progress: _Progress | None = None
+        self.watchdog: _Watchdog | None = None
         self.excepthook: Any = None
+        self.MPI: Any = None
 
 
 _state = _State()
@@ -257,6 +269,8 @@ def init_process_group(
     _state.backend = name
     _state.timeout = timeout.total_seconds() if timeout is not None else float(config.DIST_TIMEOUT.value)
     _state.progress = _Progress()
+    _state.watchdog = _Watchdog(_state.timeout)
+    _state.MPI = MPI
     if size > 1 and _state.excepthook is None:
         _state.excepthook, sys.excepthook = sys.excepthook, _abort_on_exception
 
@@ -271,11 +285,13 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
     world = _world()
     if _state.progress is not None:
         _state.progress.stop()
+    if _state.watchdog is not None:
+        _state.watchdog.stop()
     for g in _state.groups:
         g.comm.Free()
     world.comm.Free()
     _state.world = GroupMember.WORLD = None
-    _state.groups, _state.progress = [], None
+    _state.groups, _state.progress, _state.watchdog = [], None, None
     if _state.excepthook is not None:
         sys.excepthook, _state.excepthook = _state.excepthook, None
 
@@ -346,6 +362,17 @@ def _group_rank(g: ProcessGroup, global_rank: int, what: str) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- work and progress
+def _describe(what: str, g: ProcessGroup) -> str:
+    return f"{what} on {g.name} (global ranks {g.ranks}), rank {g.rank()}"
+
+
+def _timeout_error(what: str, g: ProcessGroup, seconds: float) -> DistBackendError:
+    return DistBackendError(
+        f"{_describe(what, g)}: not completed after {seconds:g} s (DIST_TIMEOUT): a rank of the group has not joined "
+        "it: it died or exited, is stuck, or called the group's collectives in another order"
+    )
+
+
 class Work:
     """torch's Work: an async op's handle. wait() finishes it (raising its error, or DistBackendError after the
     timeout) and returns True; is_completed() asks without waiting; result() is its output tensors."""
@@ -353,42 +380,18 @@ class Work:
     def __init__(self, op: str, g: ProcessGroup, requests: list[Any], keep: Any, finish: Callable[[], None] | None):
         self.op, self.group, self.requests, self.keep, self._finish = op, g, requests, keep, finish
         self.outputs: list[Tensor] = []
-        self._done = threading.Event()
-        self._queued = False  # handed to the progress thread (async): it waits for the requests
+        self._done = threading.Event()  # set by the progress thread once the requests completed (or failed)
         self._finished = False
         self._error: BaseException | None = None
-
-    def _describe(self) -> str:
-        return f"{self.op} on {self.group.name} (global ranks {self.group.ranks}), rank {self.group.rank()}"
-
-    def _complete_here(self, deadline: float, statuses: list[Any] | None = None) -> None:
-        """Poll the requests on this thread until they complete (filling `statuses`) or the deadline passes."""
-        MPI = _mpi()
-        spins = 0
-        while not MPI.Request.Testall(self.requests, statuses):
-            spins += 1
-            if spins > 2000:  # past the short spin: yield the core (the other ranks may share it)
-                if time.monotonic() > deadline:
-                    raise self._timeout()
-                time.sleep(20e-6)
-
-    def _timeout(self) -> DistBackendError:
-        return DistBackendError(
-            f"{self._describe()}: not completed after {_state.timeout:g} s (DIST_TIMEOUT): a rank of the group has not "
-            "joined it: it died or exited, is stuck, or called the group's collectives in another order"
-        )
 
     def wait(self, timeout: datetime.timedelta | float | None = None) -> bool:
         if not self._finished:
             limit = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
-            deadline = time.monotonic() + (_state.timeout if limit is None else limit)
-            if self._queued:
-                if not self._done.wait(max(0.0, deadline - time.monotonic())):
-                    raise self._timeout()
-                if self._error is not None:
-                    raise DistBackendError(f"{self._describe()}: {self._error}") from self._error
-            else:
-                self._complete_here(deadline)
+            seconds = _state.timeout if limit is None else limit
+            if not self._done.wait(seconds):
+                raise _timeout_error(self.op, self.group, seconds)
+            if self._error is not None:
+                raise DistBackendError(f"{_describe(self.op, self.group)}: {self._error}") from self._error
             self._finished = True
             self.keep = None
             if self._finish is not None:
@@ -396,7 +399,7 @@ class Work:
         return True
 
     def is_completed(self) -> bool:
-        return self._finished or (self._done.is_set() if self._queued else bool(_mpi().Request.Testall(self.requests)))
+        return self._finished or self._done.is_set()
 
     def is_success(self) -> bool:
         return self.is_completed() and self._error is None
@@ -430,12 +433,94 @@ class _Progress:
             work._done.set()
 
     def submit(self, work: Work) -> None:
-        work._queued = True
         self.todo.put(work)
 
     def stop(self) -> None:
         self.todo.put(None)
         self.thread.join(timeout=1.0)
+
+
+class _Watchdog:
+    """One thread per process that watches the blocking MPI call in flight (`_blocking` names it in `op` and bumps
+    `seq`): one still in flight `timeout` seconds after the watchdog first saw it prints a DistBackendError naming the
+    op, the group and the rank, with the calling thread's stack, and aborts the job (a blocking MPI call cannot be
+    interrupted; the others would wait as long). It sleeps between looks (a tick of timeout/8, at most 1 s), so the
+    caller pays two attribute writes per call and the error comes within timeout + 2 ticks."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.seq = 0
+        self.op: tuple[str, ProcessGroup, int] | None = None  # (what, group, the calling thread's id) while in flight
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="unigrad.distributed watchdog", daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        tick = min(_WATCH_TICK_S, max(0.01, self.timeout / 8))
+        seen, since = -1, 0.0
+        while not self._stop.wait(tick):
+            op, seq = self.op, self.seq
+            if op is None:
+                continue
+            now = time.monotonic()
+            if seq != seen:  # a new call in flight: its clock starts now
+                seen, since = seq, now
+            elif now - since >= self.timeout:
+                self._fire(*op)
+
+    def _fire(self, what: str, g: ProcessGroup, ident: int) -> None:
+        frame = sys._current_frames().get(ident)
+        if frame is not None:
+            print("Traceback of the blocked call (most recent call last):", file=sys.stderr)
+            traceback.print_stack(frame, file=sys.stderr)
+        rank = g.ranks[g.rank()]
+        print(f"DistBackendError: {_timeout_error(what, g, self.timeout)}", file=sys.stderr)
+        print(
+            f"unigrad.distributed: rank {rank}: DistBackendError in a blocking collective (the watchdog); aborting the job",
+            file=sys.stderr,
+            flush=True,
+        )
+        _state.MPI.COMM_WORLD.Abort(1)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(timeout=_WATCH_TICK_S + 1.0)
+
+
+def _blocking(what: str, g: ProcessGroup, call: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+    """MPI's blocking `call(*args, **kw)`, watched by the watchdog (DIST_TIMEOUT)."""
+    dog = _state.watchdog
+    assert dog is not None, "unigrad.distributed: a collective after destroy_process_group"
+    dog.seq += 1
+    dog.op = (what, g, threading.get_ident())
+    try:
+        return call(*args, **kw)
+    finally:
+        dog.op = None
+
+
+def _collective(
+    what: str,
+    g: ProcessGroup,
+    method: str,
+    args: tuple,
+    keep: Any,
+    finish: Callable[[], None] | None,
+    outputs: list[Tensor],
+    async_op: bool,
+    **kw: Any,
+) -> Work | None:
+    """Run MPI's collective `method` (e.g. "Allreduce") on g's communicator: blocking, then `finish()` (async_op
+    False), or its nonblocking twin ("Iallreduce") handed to the progress thread as a Work whose wait() finishes it."""
+    if not async_op:
+        _blocking(what, g, getattr(g.comm, method), *args, **kw)
+        if finish is not None:
+            finish()
+        return None
+    req = getattr(g.comm, "I" + method[0].lower() + method[1:])(*args, **kw)
+    work = Work(what, g, [req], keep, finish)
+    work.outputs = outputs
+    return _run(work, async_op=True)
 
 
 def _run(work: Work, async_op: bool) -> Work | None:
@@ -449,6 +534,11 @@ def _run(work: Work, async_op: bool) -> Work | None:
 
 
 # ---------------------------------------------------------------------------------------------- tensors as buffers
+# A host-addressable buffer's memory as a typed numpy array, per BUFFER UOp: made once (the UOp keeps the buffer alive,
+# so the array stays valid while the entry lives); a collective on the same tensor again skips the lookups.
+_host_arrays: weakref.WeakKeyDictionary[Any, np.ndarray] = weakref.WeakKeyDictionary()
+
+
 class _Host:
     """A tensor's values as a flat numpy array MPI reads and writes: the device memory itself where the host can
     address it (CPU), else a copy (written back by `commit`). `reduce_dtype` tensors (float16, bfloat16, fp8) go
@@ -470,16 +560,19 @@ class _Host:
         self.view = view
         if writes:
             realize_readers(view)
-        buf = rt.buffer_of(view.uop)
-        self.buffer = buf
-        allocator = Device[buf.device].allocator
-        raw = allocator.host_view(buf.handle, buf.nbytes)
-        self.copied = raw is None
-        npdt = to_numpy_dtype(buf.dtype)
-        if raw is None:
-            self.array = allocator.copyout(buf.handle, buf.dtype, buf.size)
-        else:
-            self.array = raw.view(npdt)
+        base = rt._base(view.uop)
+        array = _host_arrays.get(base)
+        self.copied = array is None
+        if array is None:
+            buf = rt.buffers[base]
+            allocator = Device[buf.device].allocator
+            raw = allocator.host_view(buf.handle, buf.nbytes)
+            self.copied = raw is None
+            if raw is None:
+                array = allocator.copyout(buf.handle, buf.dtype, buf.size)
+            else:
+                array = _host_arrays[base] = raw.view(to_numpy_dtype(buf.dtype))
+        self.base, self.array = base, array
         self.dtype: DType = view.dtype
 
     @property
@@ -491,7 +584,8 @@ class _Host:
         if not self.writes:
             return
         if self.copied:
-            Device[self.buffer.device].allocator.copyin(self.buffer.handle, self.array)
+            buf = rt.buffers[self.base]
+            Device[buf.device].allocator.copyin(buf.handle, self.array)
         if self.widened:
             self.tensor.assign(self.view.cast(self.tensor.dtype)).realize()
         elif not self.whole:
@@ -499,6 +593,22 @@ class _Host:
 
 
 def _mpi_op(op: Any, dt: DType, what: str) -> Any:
+    """MPI's reduction for a ReduceOp on a dtype (float16 and the like reduce in float32), or a TypeError."""
+    if not isinstance(op, ReduceOp):
+        return _find_mpi_op(op, dt, what)  # raises
+    if dt in _HALF_TYPES:
+        dt = dtypes.float32
+    key = (op, dt)
+    found = _mpi_ops.get(key)
+    if found is None:
+        found = _mpi_ops[key] = _find_mpi_op(op, dt, what)
+    return found
+
+
+_mpi_ops: dict[tuple[Any, DType], Any] = {}
+
+
+def _find_mpi_op(op: Any, dt: DType, what: str) -> Any:
     if not isinstance(op, ReduceOp):
         raise TypeError(f"{what}: op must be a ReduceOp (ReduceOp.SUM, AVG, PRODUCT, MIN, MAX, ...), got {op!r}")
     if dt is dtypes.bool:
@@ -537,15 +647,24 @@ def _show(sig: np.ndarray) -> str:
 
 def _check(op: str, g: ProcessGroup, t: Tensor | None, root: int = -1) -> None:
     """DIST_CHECK: every rank of the group passes the same op, dtype, shape and root, else a DistError on all of
-    them naming the op, the ranks and what each passed (gathered first, so none waits for a mismatched peer)."""
-    if not config.DIST_CHECK.value or g.size() == 1:
+    them naming the op, the ranks and what each passed. One 16-byte all-reduce (MAX of the signature's hash and of its
+    negation: every rank learns whether max == min); only where they disagree are the signatures gathered for the
+    message, so no rank waits for a mismatched peer."""
+    if g._size == 1 or not config.DIST_CHECK.value:
+        return
+    if t is None:
+        key: tuple = (_OP_CODE[op], root)
+    else:
+        key = (_OP_CODE[op], _DTYPE_CODE[t.dtype], tuple(int(d) for d in t.shape), root)
+    h = hash(key) & _HASH_MASK  # ints and tuples of ints hash alike in every process (strings would not)
+    pair = np.array([h, -h], np.int64)
+    MPI = _state.MPI
+    _blocking(f"{op} (the shape check)", g, g.comm.Allreduce, MPI.IN_PLACE, pair, MPI.MAX)
+    if pair[0] == -pair[1]:
         return
     mine = _signature(op, t, root)
     every = np.empty((g.size(), mine.size), np.int64)
-    work = Work(f"{op} (the shape check)", g, [g.comm.Iallgather(mine, every)], (mine, every), None)
-    work.wait()
-    if (every == every[0]).all():
-        return
+    _blocking(f"{op} (the shape check)", g, g.comm.Allgather, mine, every)
     lines = ", ".join(f"rank {g.ranks[i]}: {_show(s)}" for i, s in enumerate(every))
     raise DistError(f"{op}: the ranks of {g.name} disagree on the op or its tensor ({lines})")
 
@@ -569,14 +688,12 @@ def all_reduce(
     g = _group(group)
     if g is None:
         return None
-    mpi_op = _mpi_op(op, tensor.dtype if tensor.dtype not in _HALF_TYPES else dtypes.float32, "all_reduce")
+    mpi_op = _mpi_op(op, tensor.dtype, "all_reduce")
     _check("all_reduce", g, tensor)
     host = _Host(tensor, "all_reduce", writes=True, arith=True)
-    req = g.comm.Iallreduce(_mpi().IN_PLACE, host.array, mpi_op)
     finish = _divide_after(host, g.size()) if op is ReduceOp.AVG else host.commit
-    work = Work("all_reduce", g, [req], host, finish)
-    work.outputs = [tensor]
-    return _run(work, async_op)
+    args = (_state.MPI.IN_PLACE, host.array, mpi_op)
+    return _collective("all_reduce", g, "Allreduce", args, host, finish, [tensor], async_op)
 
 
 def broadcast(tensor: Tensor, src: int = 0, group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
@@ -587,9 +704,7 @@ def broadcast(tensor: Tensor, src: int = 0, group: ProcessGroup | None = None, a
     root = _group_rank(g, src, "broadcast")
     _check("broadcast", g, tensor, root)
     host = _Host(tensor, "broadcast", writes=g.rank() != root)
-    work = Work("broadcast", g, [g.comm.Ibcast(host.bytes, root=root)], host, host.commit)
-    work.outputs = [tensor]
-    return _run(work, async_op)
+    return _collective("broadcast", g, "Bcast", (host.bytes,), host, host.commit, [tensor], async_op, root=root)
 
 
 def reduce(
@@ -600,16 +715,13 @@ def reduce(
     if g is None:
         return None
     root = _group_rank(g, dst, "reduce")
-    mpi_op = _mpi_op(op, tensor.dtype if tensor.dtype not in _HALF_TYPES else dtypes.float32, "reduce")
+    mpi_op = _mpi_op(op, tensor.dtype, "reduce")
     _check("reduce", g, tensor, root)
     mine = g.rank() == root
     host = _Host(tensor, "reduce", writes=mine, arith=True)
-    MPI = _mpi()
-    req = g.comm.Ireduce(MPI.IN_PLACE if mine else host.array, host.array if mine else None, mpi_op, root=root)
+    args = (_state.MPI.IN_PLACE if mine else host.array, host.array if mine else None, mpi_op)
     finish = _divide_after(host, g.size()) if op is ReduceOp.AVG and mine else host.commit
-    work = Work("reduce", g, [req], host, finish)
-    work.outputs = [tensor]
-    return _run(work, async_op)
+    return _collective("reduce", g, "Reduce", args, host, finish, [tensor], async_op, root=root)
 
 
 def _same_as(ts: Sequence[Tensor], like: Tensor, op: str, what: str, n: int) -> None:
@@ -640,10 +752,8 @@ def all_gather(
     _check("all_gather", g, tensor)
     host = _Host(tensor, "all_gather", writes=False)
     rows = np.empty((g.size(), host.bytes.size), np.uint8)
-    work = Work("all_gather", g, [g.comm.Iallgather(host.bytes, rows)], (host, rows), None)
-    work._finish = lambda: _scatter_rows(rows, tensor_list, "all_gather")
-    work.outputs = list(tensor_list)
-    return _run(work, async_op)
+    finish = lambda: _scatter_rows(rows, tensor_list, "all_gather")  # noqa: E731
+    return _collective("all_gather", g, "Allgather", (host.bytes, rows), (host, rows), finish, tensor_list, async_op)
 
 
 def all_gather_into_tensor(
@@ -658,9 +768,10 @@ def all_gather_into_tensor(
     _check("all_gather_into_tensor", g, input_tensor)
     src = _Host(input_tensor, "all_gather_into_tensor", writes=False)
     out = _Host(output_tensor, "all_gather_into_tensor", writes=True)
-    work = Work("all_gather_into_tensor", g, [g.comm.Iallgather(src.bytes, out.bytes)], (src, out), out.commit)
-    work.outputs = [output_tensor]
-    return _run(work, async_op)
+    args = (src.bytes, out.bytes)
+    return _collective(
+        "all_gather_into_tensor", g, "Allgather", args, (src, out), out.commit, [output_tensor], async_op
+    )
 
 
 def _like(big: Tensor, small: Tensor, n: int, op: str, big_name: str, small_name: str) -> None:
@@ -686,15 +797,13 @@ def reduce_scatter_tensor(
     if g is None:
         return None
     _like(input, output, g.size(), "reduce_scatter_tensor", "input", "output")
-    mpi_op = _mpi_op(op, output.dtype if output.dtype not in _HALF_TYPES else dtypes.float32, "reduce_scatter_tensor")
+    mpi_op = _mpi_op(op, output.dtype, "reduce_scatter_tensor")
     _check("reduce_scatter_tensor", g, input)
     src = _Host(input, "reduce_scatter_tensor", writes=False, arith=True)
     out = _Host(output, "reduce_scatter_tensor", writes=True, arith=True)
-    req = g.comm.Ireduce_scatter_block(src.array, out.array, mpi_op)
     finish = _divide_after(out, g.size()) if op is ReduceOp.AVG else out.commit
-    work = Work("reduce_scatter_tensor", g, [req], (src, out), finish)
-    work.outputs = [output]
-    return _run(work, async_op)
+    args = (src.array, out.array, mpi_op)
+    return _collective("reduce_scatter_tensor", g, "Reduce_scatter_block", args, (src, out), finish, [output], async_op)
 
 
 def gather(
@@ -717,11 +826,9 @@ def gather(
     _check("gather", g, tensor, root)
     host = _Host(tensor, "gather", writes=False)
     rows = np.empty((g.size(), host.bytes.size), np.uint8) if mine else None
-    work = Work("gather", g, [g.comm.Igather(host.bytes, rows, root=root)], (host, rows), None)
-    if mine:
-        work._finish = lambda: _scatter_rows(rows, gather_list or [], "gather")
-        work.outputs = list(gather_list or [])
-    return _run(work, async_op)
+    outs = list(gather_list or []) if mine else []
+    finish = (lambda: _scatter_rows(rows, outs, "gather")) if mine else None
+    return _collective("gather", g, "Gather", (host.bytes, rows), (host, rows), finish, outs, async_op, root=root)
 
 
 def scatter(
@@ -746,9 +853,9 @@ def scatter(
     rows = None
     if mine:
         rows = np.stack([_Host(t, "scatter", writes=False).bytes for t in scatter_list or []])
-    work = Work("scatter", g, [g.comm.Iscatter(rows, out.bytes, root=root)], (out, rows), out.commit)
-    work.outputs = [tensor]
-    return _run(work, async_op)
+    return _collective(
+        "scatter", g, "Scatter", (rows, out.bytes), (out, rows), out.commit, [tensor], async_op, root=root
+    )
 
 
 def barrier(group: ProcessGroup | None = None, async_op: bool = False, device_ids: Any = None) -> Work | None:
@@ -757,57 +864,62 @@ def barrier(group: ProcessGroup | None = None, async_op: bool = False, device_id
     if g is None:
         return None
     _check("barrier", g, None)
-    return _run(Work("barrier", g, [g.comm.Ibarrier()], None, None), async_op)
+    return _collective("barrier", g, "Barrier", (), None, None, [], async_op)
 
 
 # ---------------------------------------------------------------------------------------------- point to point
-def _p2p(op: str, tensor: Tensor, peer: int | None, g: ProcessGroup, tag: int, sending: bool) -> Work:
-    MPI = _mpi()
+def _p2p(op: str, tensor: Tensor, peer: int | None, g: ProcessGroup, tag: int, async_op: bool) -> Work | int:
+    """send (op "send") or receive `tensor` to/from global rank `peer` (a receive: None is any rank): a Work
+    (async_op), else done here, returning the peer's global rank."""
+    MPI = _state.MPI
     if peer is not None and not (isinstance(peer, int) and peer in g.ranks):
         raise ValueError(f"{op}: rank {peer!r} is not in the group (its global ranks: {g.ranks})")
     if peer is not None and peer == g.ranks[g.rank()]:
         raise ValueError(f"{op}: rank {peer} is this rank; {op} needs another rank")
+    sending = op == "send"
     host = _Host(tensor, op, writes=not sending)
+    what = f"{op} (peer {peer if peer is not None else 'any'}, tag {tag})"
+    other = MPI.ANY_SOURCE if peer is None else g.ranks.index(peer)
+    if not async_op:
+        status = MPI.Status()
+        if sending:
+            _blocking(what, g, g.comm.Send, host.bytes, dest=other, tag=tag)
+        else:
+            _blocking(what, g, g.comm.Recv, host.bytes, source=other, tag=tag, status=status)
+            host.commit()
+        return peer if sending else g.ranks[status.Get_source()]
     if sending:
-        assert peer is not None
-        req = g.comm.Isend(host.bytes, dest=g.ranks.index(peer), tag=tag)
+        req = g.comm.Isend(host.bytes, dest=other, tag=tag)
     else:
-        source = MPI.ANY_SOURCE if peer is None else g.ranks.index(peer)
-        req = g.comm.Irecv(host.bytes, source=source, tag=tag)
-    work = Work(f"{op} (peer {peer if peer is not None else 'any'}, tag {tag})", g, [req], host, host.commit)
+        req = g.comm.Irecv(host.bytes, source=other, tag=tag)
+    work = Work(what, g, [req], host, host.commit)
     work.outputs = [tensor]
-    return work
+    return _run(work, async_op=True)
 
 
 def isend(tensor: Tensor, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> Work | None:
     """Send `tensor` to global rank dst; returns the Work (wait() before changing the tensor)."""
     g = _group(group)
-    return None if g is None else _run(_p2p("send", tensor, dst, g, tag, sending=True), async_op=True)
+    return None if g is None else _p2p("send", tensor, dst, g, tag, async_op=True)
 
 
 def irecv(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0) -> Work | None:
     """Receive into `tensor` from global rank src (None: any); returns the Work."""
     g = _group(group)
-    return None if g is None else _run(_p2p("recv", tensor, src, g, tag, sending=False), async_op=True)
+    return None if g is None else _p2p("recv", tensor, src, g, tag, async_op=True)
 
 
 def send(tensor: Tensor, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> None:
     """Send `tensor` to global rank dst and wait until it left."""
     g = _group(group)
     if g is not None:
-        _p2p("send", tensor, dst, g, tag, sending=True).wait()
+        _p2p("send", tensor, dst, g, tag, async_op=False)
 
 
 def recv(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0) -> int:
     """Receive into `tensor` (in place) from global rank src (None: any rank); returns the sender's rank."""
     g = _group(group)
-    if g is None:
-        return -1
-    work = _p2p("recv", tensor, src, g, tag, sending=False)
-    status = _mpi().Status()
-    work._complete_here(time.monotonic() + _state.timeout, [status])  # polled here: the status tells the sender
-    work.wait()
-    return g.ranks[status.Get_source()]
+    return -1 if g is None else _p2p("recv", tensor, src, g, tag, async_op=False)
 
 
 # ---------------------------------------------------------------------------------------------- Python objects
@@ -820,10 +932,10 @@ def all_gather_object(object_list: list[Any], obj: Any, group: ProcessGroup | No
         raise ValueError(f"all_gather_object: object_list must hold {g.size()} entries, got {len(object_list)}")
     mine = np.frombuffer(pickle.dumps(obj), np.uint8)
     sizes = np.empty(g.size(), np.int64)
-    Work("all_gather_object", g, [g.comm.Iallgather(np.array([mine.size], np.int64), sizes)], None, None).wait()
+    _blocking("all_gather_object", g, g.comm.Allgather, np.array([mine.size], np.int64), sizes)
     flat = np.empty(int(sizes.sum()), np.uint8)
     counts = (flat, (sizes, np.concatenate([[0], np.cumsum(sizes)[:-1]])))
-    Work("all_gather_object", g, [g.comm.Iallgatherv(mine, counts)], (mine, flat), None).wait()
+    _blocking("all_gather_object", g, g.comm.Allgatherv, mine, counts)
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     for i in range(g.size()):
         object_list[i] = pickle.loads(flat[offsets[i] : offsets[i + 1]].tobytes())
@@ -837,9 +949,9 @@ def broadcast_object_list(object_list: list[Any], src: int = 0, group: ProcessGr
     root = _group_rank(g, src, "broadcast_object_list")
     payload = np.frombuffer(pickle.dumps(list(object_list)), np.uint8) if g.rank() == root else None
     size = np.array([0 if payload is None else payload.size], np.int64)
-    Work("broadcast_object_list", g, [g.comm.Ibcast(size, root=root)], size, None).wait()
+    _blocking("broadcast_object_list", g, g.comm.Bcast, size, root=root)
     data = payload.copy() if payload is not None else np.empty(int(size[0]), np.uint8)
-    Work("broadcast_object_list", g, [g.comm.Ibcast(data, root=root)], data, None).wait()
+    _blocking("broadcast_object_list", g, g.comm.Bcast, data, root=root)
     got = pickle.loads(data.tobytes())
     if len(got) != len(object_list):
         raise ValueError(

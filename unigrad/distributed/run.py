@@ -95,8 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--print", action="store_true", help="print the mpirun command instead of running it")
     parser.add_argument("-m", dest="module", help="run a module (as python -m) instead of a script")
     parser.add_argument("program", nargs=argparse.REMAINDER, help="the script and its arguments")
-    args = parser.parse_args(argv)
-    program = ["-m", args.module, *args.program] if args.module else list(args.program)
+    # `-m module args...`: everything after the module is the program's (argparse would read its options as ours)
+    at = next((i for i, a in enumerate(argv) if a == "-m" and (i == 0 or argv[i - 1] != "--mpirun-arg")), None)
+    own, rest = (argv, []) if at is None else (argv[: at + 2], argv[at + 2 :])
+    args = parser.parse_args(own)
+    program = ["-m", args.module, *args.program, *rest] if args.module else list(args.program)
     if not program:
         parser.error("give the script to run (or -m module)")
     if args.nproc < 1:
