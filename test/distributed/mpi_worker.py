@@ -253,6 +253,16 @@ def timeout() -> None:
     dist.all_reduce(Tensor.ones(3))
 
 
+def two_hosts() -> None:
+    """test_two_hosts.py: the ranks are in different network namespaces (two "machines"), then they train."""
+    import os
+
+    spaces = [None] * dist.get_world_size()
+    dist.all_gather_object(spaces, os.stat("/proc/self/ns/net").st_ino)
+    assert len(set(spaces)) == len(spaces), f"the ranks share a network namespace: {spaces}"
+    ddp()
+
+
 def raises() -> None:
     if dist.get_rank() == 1:
         raise ValueError("planted failure")
@@ -262,7 +272,8 @@ def raises() -> None:
 if __name__ == "__main__":
     dist.init_process_group(backend="mpi")
     scenario = sys.argv[1]
-    {"collectives": collectives, "ddp": ddp, "timeout": timeout, "raises": raises}[scenario]()
+    scenarios = {"collectives": collectives, "ddp": ddp, "timeout": timeout, "raises": raises, "two_hosts": two_hosts}
+    scenarios[scenario]()
     dist.barrier()
     print(f"ok {scenario} rank {dist.get_rank()}", flush=True)
     dist.destroy_process_group()
