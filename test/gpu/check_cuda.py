@@ -1,4 +1,4 @@
-"""The CUDA device on a real GPU, in one run (issue 33): `python test/gpu/check_cuda.py [--only=info,ops,errors,suite,bench]`.
+"""The CUDA device on a real GPU, in one run (issue 33): `python test/gpu/check_cuda.py [--only=info,ops,errors,tc,suite,bench]`.
 
 Not part of the test suite (pytest collects test_*.py only) and it exits at once, saying why, where no GPU is.
 Prepared for a machine with an NVIDIA H100/H200, PyTorch for CUDA and the NVRTC wheel, no internet, little GPU time
@@ -8,6 +8,9 @@ Prepared for a machine with an NVIDIA H100/H200, PyTorch for CUDA and the NVRTC 
           float64/int32 must be bit-identical (same decompositions, fma, no contraction, rounding per op);
           reductions, softmax, matmul and conv2d within a tolerance (another summation order); symbolic shapes
   errors  an out-of-memory allocation (bytes asked, bytes free), a block over the limit: clear errors, device usable
+  tc      tensor cores (sm_80+): float16/bfloat16 matmuls, odd sizes (padded) and a convolution run with mma.sync
+          (the kernel has a WMMA), bit for bit against numpy on small integers (exact sums: a lane layout that is
+          wrong anywhere shows), within a tolerance against torch on normal data; matmul 4096 timed beside torch
   suite   test/ops/test_ops.py on DEVICE=CUDA (pytest -k CUDA, capped at SUITE_S seconds): its closing line
   bench   medians beside torch.cuda in this process: elementwise chain, sum, softmax rows, matmul 4096 fp32/fp16/bf16,
           a scaled copy (the device's copy bandwidth), one tiny kernel's whole cost. A call is timed from building
@@ -173,6 +176,55 @@ def errors() -> None:
     report("device usable after", float((x * 2).sum().numpy()) == 2000.0)
 
 
+def used_wmma() -> bool:
+    """Whether the kernels of the last realize on DEV ran on tensor cores (a WMMA in one of them)."""
+    from unigrad.ir.ops import Ops
+    from unigrad.runtime import realize as rt
+
+    kernels = [rt.get_kernel(DEV, ast).lowered for ast in rt.stats.last_kernels]
+    return any(u.op is Ops.WMMA for k in kernels for u in k.linear.src)
+
+
+def tensor_cores() -> None:
+    import torch
+
+    cores = Device[DEV].target.tensor_cores
+    report("the target has tensor cores", bool(cores), f"{[(tc.name, tc.dtype_in.name) for tc in cores]}")
+    if not cores:
+        return
+    for dt, tdt in ((dtypes.float16, torch.float16), (dtypes.bfloat16, torch.bfloat16)):
+        sizes = ((16, 8, 16), (33, 20, 50), (256, 256, 256), (1000, 1000, 1000), (2048, 512, 1024))
+        for m, n, k in sizes if DEV == "CUDA" else sizes[:2]:  # a dry run (the emulator: PYTHON_GPU=tc=1) small
+            a, b = rng.integers(-2, 3, (m, k)).astype(np.float32), rng.integers(-2, 3, (k, n)).astype(np.float32)
+            x, y = Tensor(a, device=DEV).cast(dt).realize(), Tensor(b, device=DEV).cast(dt).realize()
+            got = (x.float() @ y.float()).numpy()
+            note = "" if used_wmma() else "(no WMMA: the heuristics took the normal path)"
+            bad = int(np.sum(got != a @ b))
+            report(f"tc exact {m}x{n}x{k} {dt}", bad == 0 and note == "", f"{bad} differ {note}")
+        a, b = data((64, 48), dtypes.float32) / 4, data((48, 32), dtypes.float32) / 4
+        got = (Tensor(a, device=DEV).cast(dt) @ Tensor(b, device=DEV).cast(dt)).float().numpy()
+        want = (torch.tensor(a).to(tdt).float() @ torch.tensor(b).to(tdt).float()).to(tdt).float().numpy()
+        tol = 2.0**-9 if dt is dtypes.float16 else 2.0**-6
+        ok = np.allclose(got, want, rtol=tol, atol=tol) and used_wmma()
+        report(f"tc matmul vs torch {dt}", ok, f"max diff {np.max(np.abs(got - want)):.3g}")
+    img, w = rng.integers(-1, 2, (2, 16, 10, 10)).astype(np.float32), rng.integers(-1, 2, (16, 16, 3, 3))
+    got = Tensor(img, device=DEV).half().conv2d(Tensor(w.astype(np.float32), device=DEV).half()).float().numpy()
+    want = torch.nn.functional.conv2d(torch.tensor(img), torch.tensor(w, dtype=torch.float32)).numpy()
+    report("tc conv2d f16 exact", np.array_equal(got, want), "" if used_wmma() else "(no WMMA)")
+    if not torch.cuda.is_available():
+        return
+    sync = _sync(Device[DEV])
+    for dt, tdt in ((dtypes.float16, torch.float16), (dtypes.bfloat16, torch.bfloat16)):
+        m = 4096
+        x = Tensor(data((m, m), dtypes.float32), device=DEV).cast(dt).realize()
+        tx = torch.randn(m, m, device="cuda", dtype=tdt)
+        t, tt = median_s(lambda x=x: (x @ x).realize(), sync), median_s(lambda tx=tx: tx @ tx, torch.cuda.synchronize)
+        wm = used_wmma()
+        print(f"tc matmul{m} {dt}: {t * 1e3:.3f} ms ({2 * m**3 / t / 1e12:.1f} TFLOP/s), torch {tt * 1e3:.3f} ms")
+        RESULTS[f"tc_matmul{m}_{tdt}_ms"], RESULTS[f"tc_matmul{m}_{tdt}_torch_ms"] = t * 1e3, tt * 1e3
+        report(f"tc matmul{m} {dt} on tensor cores", wm, f"ratio to torch {t / tt:.2f} (target <= 2)")
+
+
 def suite() -> None:
     cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-k", DEV, "-p", "no:cacheprovider", "test/ops/test_ops.py"]
     try:
@@ -242,7 +294,7 @@ def bench() -> None:
     print("---- bench (one call each: building the graph, realize, kernels; medians)\n" + "\n".join(rows))
 
 
-PHASES = {"info": info, "ops": ops, "errors": errors, "suite": suite, "bench": bench}
+PHASES = {"info": info, "ops": ops, "errors": errors, "tc": tensor_cores, "suite": suite, "bench": bench}
 
 
 def main() -> int:

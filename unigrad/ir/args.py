@@ -153,3 +153,72 @@ class KernelInfo:
 
     name: str
     opts: tuple = ()
+
+
+# a term of a matrix coordinate in a tensor core's layout: (named dim, stride); a coordinate is the sum of its terms
+Term = tuple[str, int]
+
+
+@record(frozen=True, slots=True)
+class Fragment:
+    """One operand's share of a tensor core's matrix in each lane: `elements` are its register elements as named
+    dims (element i is row-major over them, the first slowest); row and col are sums of (named dim, stride) terms
+    over the lane dims (TensorCore.lanes) and the element dims."""
+
+    elements: tuple[tuple[str, int], ...]
+    row: tuple[Term, ...]
+    col: tuple[Term, ...]
+
+    @property
+    def size(self) -> int:
+        return math.prod(n for _, n in self.elements)
+
+
+@record(frozen=True, slots=True)
+class TensorCore:
+    """A warp matrix multiply-accumulate D = A @ B + C over a (M, K) x (K, N) tile, as data (WMMA's config).
+
+    `lanes` are the warp's lanes as named dims (lane = row-major over them, the first slowest); a, b, c say which
+    element of which matrix each lane holds (c is also D's layout). The TC opt maps a kernel's M, N and K axes onto
+    these dims (lane dims -> WARP ranges, C's element dims -> UPCAST, A's and B's other element dims -> UNROLL),
+    the PYTHON device runs a WMMA by gathering the lanes' fragments into matrices through `coord`, and a renderer
+    packs the fragments into its instruction's registers in element order."""
+
+    name: str  # the instruction's shape, e.g. "m16n8k16"
+    dims: tuple[int, int, int]  # (M, N, K)
+    dtype_in: DType  # of A and B
+    dtype_out: DType  # of C and D
+    lanes: tuple[tuple[str, int], ...]
+    a: Fragment
+    b: Fragment
+    c: Fragment
+
+    @property
+    def threads(self) -> int:
+        return math.prod(n for _, n in self.lanes)
+
+    def dim_values(self, frag: Fragment, lane: int, i: int) -> dict[str, int]:
+        """The named dims' values of element i of `frag` in `lane`."""
+        out: dict[str, int] = {}
+        for dims, x in ((self.lanes, lane), (frag.elements, i)):
+            for name, n in reversed(dims):
+                out[name] = x % n
+                x //= n
+        return out
+
+    def coord(self, frag: Fragment, lane: int, i: int) -> tuple[int, int]:
+        """(row, col) in its matrix of element i of operand `frag` (self.a, self.b or self.c) held by `lane`."""
+        v = self.dim_values(frag, lane, i)
+        return sum(v[n] * s for n, s in frag.row), sum(v[n] * s for n, s in frag.col)
+
+
+@record(frozen=True, slots=True)
+class WMMAArg:
+    """Arg of a WMMA UOp. After expand its sources are the lane's fragments: STACKs of tc.a.size A elements,
+    tc.b.size B elements and tc.c.size accumulators; its value is the (tc.c.size,)-shaped D fragment. Between the TC
+    opt and expand (`axes` set) its sources are scalar expressions over the ranges named by id in `axes`, one tuple
+    per operand A, B, C in the order of that fragment's element dims: expand contracts each into its fragment (one
+    copy per element) and the WMMA stands for the element of D its C ranges pick."""
+
+    tc: TensorCore
+    axes: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None = None

@@ -73,6 +73,7 @@ DTYPE_RULES: dict[Ops, Callable[[UOp], DType]] = {
     Ops.BINARY: lambda u: dtypes.uint8,
     Ops.STACK: lambda u: u.src[0].dtype if u.src else dtypes.index,
     Ops.GETTUPLE: lambda u: _tuple_elem(u).dtype,
+    Ops.WMMA: lambda u: u.src[2].dtype,  # D has the accumulator's dtype
 }
 
 
@@ -129,6 +130,7 @@ SHAPE_RULES: dict[Ops, Callable[[UOp], Shape]] = {
     Ops.BUFFER_VIEW: lambda u: (u.arg.size,),
     Ops.BINARY: lambda u: (len(u.arg),),
     Ops.GETTUPLE: lambda u: _tuple_elem(u).shape,
+    Ops.WMMA: lambda u: u.src[2].shape,  # D is the accumulator fragment's shape
 }
 
 

@@ -50,6 +50,7 @@ SRC_COUNT: dict[Ops, tuple[int, int | None]] = {
     Ops.IF: (1, 1),
     Ops.ENDIF: (2, None),
     Ops.SPECIAL: (1, 1),
+    Ops.WMMA: (3, 3),
     Ops.BARRIER: (1, None),
     Ops.AFTER: (1, None),
     Ops.GETTUPLE: (1, 1),
@@ -207,7 +208,8 @@ def verify_function(fn: UOp) -> None:
 KERNEL_OPS = GroupOp.ALU | {Ops.SINK, Ops.END, Ops.STORE, Ops.INDEX, Ops.LOAD, Ops.RANGE, Ops.CONST, Ops.PARAM}
 KERNEL_OPS = KERNEL_OPS | {Ops.REDUCE, Ops.STACK, Ops.BITCAST}
 # ... and a GPU kernel's: SPECIAL indices, LOCAL arrays' BARRIERs (gpudims), IF blocks (gates_to_ifs)
-EXPANDED_OPS = (KERNEL_OPS - {Ops.REDUCE}) | {Ops.AFTER, Ops.SPECIAL, Ops.BARRIER, Ops.IF, Ops.ENDIF}
+# ... and a tensor core's WMMA (the TC opt; expand makes its fragments)
+EXPANDED_OPS = (KERNEL_OPS - {Ops.REDUCE}) | {Ops.AFTER, Ops.SPECIAL, Ops.BARRIER, Ops.IF, Ops.ENDIF, Ops.WMMA}
 
 
 def _verify_lowered(sink: UOp, allowed: frozenset[Ops] | set[Ops], stage: str) -> None:

@@ -13,6 +13,12 @@ Out: the same kernel with no UPCAST/UNROLL ranges and no REDUCE:
         STORE(INDEX(AFTER(acc, outer ranges), j), identity)                    for each member j, before the loop
         END(GROUP(STORE(INDEX(AFTER(acc, inits, r...), j), op(LOAD(acc[j]), value_j))...), r...)
         LOAD(INDEX(AFTER(acc, END), j))                                        member j's result, after the loop
+  - a WMMA of the TC opt (its arg names the ranges of each operand's fragment elements) is contracted first, before
+    any copies are made: its A, B and C sources become STACKs of one copy per fragment element (the ranges set to
+    the element's values, in the fragment's element order), and the WMMA, a (c,)-shaped D fragment now, is read as
+    LOAD(INDEX(WMMA, i)) with i the D element its remaining (C's UPCAST) ranges pick. The sums of a WMMA's D
+    elements then share one accumulator group, and their updates acc[j] + D[i] (C = 0) become one WMMA with the
+    accumulators as C: STORE(acc[j], LOAD(INDEX(WMMA(A, B, acc...), i))) (exact: the WMMA adds C to its sum last).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from collections import defaultdict
 
 from unigrad.dtype import DType
 from unigrad.helpers import record
-from unigrad.ir.args import AddrSpace, AxisType, LoadArg, ParamArg
+from unigrad.ir.args import AddrSpace, AxisType, LoadArg, ParamArg, WMMAArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.symbolic import simplify
 from unigrad.ir.uop import UOp
@@ -112,6 +118,39 @@ def chain_tops(topo: list[UOp]) -> list[UOp]:
     """The ENDs that close a chain: those no other END has as its body."""
     inside = {x.src[0] for x in topo if x.op is Ops.END}
     return [x for x in topo if x.op is Ops.END and x not in inside]
+
+
+# ---------------------------------------------------------------- WMMA: fragments
+
+
+def contract_wmmas(sink: UOp) -> UOp:
+    """Each WMMA over ranges (the TC opt's) -> a WMMA of fragments, read at its D element (see the module doc)."""
+    wmmas = [u for u in sink.toposort() if u.op is Ops.WMMA and u.arg.axes]
+    if not wmmas:
+        return sink
+    by_id = {u.arg.id: u for u in sink.toposort() if u.op is Ops.RANGE}
+    mapping: dict[UOp, UOp] = {}
+    for w in wmmas:
+        rs = [[by_id[i] for i in ids] for ids in w.arg.axes]
+        frags = [UOp(Ops.STACK, tuple(_copies(src, r))) for src, r in zip(w.src, rs)]
+        d = UOp(Ops.WMMA, tuple(frags), WMMAArg(w.arg.tc))
+        i = UOp.index_const(0)
+        for r in rs[2]:  # D's element: row-major over C's element dims
+            i = i * _bound(r) + r
+        mapping[w] = UOp(Ops.LOAD, (UOp(Ops.INDEX, (d, i)),), REG)
+    return sink.substitute(mapping)
+
+
+def _wmma_element(u: UOp) -> tuple[UOp, int] | None:
+    """(the WMMA, i) of LOAD(INDEX(WMMA, i)) with C all zeros (an update acc + D[i] folds into it), else None."""
+    if u.op is not Ops.LOAD or u.src[0].op is not Ops.INDEX:
+        return None
+    d, i = u.src[0].src
+    if d.op is not Ops.WMMA or i.op is not Ops.CONST:
+        return None
+    if any(c.op is not Ops.CONST or c.arg.value != 0 for c in d.src[2].src):
+        return None
+    return d, i.arg.value
 
 
 # ---------------------------------------------------------------- UNROLL: split accumulators
@@ -209,10 +248,13 @@ def _accumulate(
     at_outer = UOp(Ops.AFTER, (acc, *outer))
     inits = [UOp(Ops.STORE, (UOp(Ops.INDEX, (at_outer, UOp.index_const(j))), ident)) for j in range(n)]
     in_loop = UOp(Ops.AFTER, (acc, *inits, *ranges))
+    slots = [UOp(Ops.INDEX, (in_loop, UOp.index_const(j))) for j in range(n)]
+    fused = _fold_wmmas(members, slots) if op is Ops.ADD else {}
     updates = []
     for j, red in enumerate(members):
-        slot = UOp(Ops.INDEX, (in_loop, UOp.index_const(j)))
-        updates.append(UOp(Ops.STORE, (slot, UOp(op, (UOp(Ops.LOAD, (slot,), REG), red.src[0])))))
+        slot = slots[j]
+        new = fused.get(j, UOp(op, (UOp(Ops.LOAD, (slot,), REG), red.src[0])))
+        updates.append(UOp(Ops.STORE, (slot, new)))
     end = updates[0] if n == 1 else UOp(Ops.GROUP, tuple(updates))
     for r in reversed(ranges):
         end = UOp(Ops.END, (end, r))
@@ -220,8 +262,26 @@ def _accumulate(
     return {red: UOp(Ops.LOAD, (UOp(Ops.INDEX, (done, UOp.index_const(j))),), REG) for j, red in enumerate(members)}
 
 
+def _fold_wmmas(members: list[UOp], slots: list[UOp]) -> dict[int, UOp]:
+    """Member j -> its new accumulator value where the members sum every element of one WMMA (C = 0): that WMMA
+    with C = the members' accumulators, read at j's element."""
+    owners: dict[UOp, dict[int, int]] = defaultdict(dict)  # WMMA -> its element i -> the member summing it
+    for j, red in enumerate(members):
+        if (found := _wmma_element(red.src[0])) is not None:
+            owners[found[0]][found[1]] = j
+    out: dict[int, UOp] = {}
+    for d, elems in owners.items():
+        if sorted(elems) != list(range(d.arg.tc.c.size)):
+            continue
+        c = UOp(Ops.STACK, tuple(UOp(Ops.LOAD, (slots[elems[i]],), REG) for i in range(len(elems))))
+        fused = d.replace(src=(d.src[0], d.src[1], c))
+        out.update({j: UOp(Ops.LOAD, (UOp(Ops.INDEX, (fused, UOp.index_const(i))),), REG) for i, j in elems.items()})
+    return out
+
+
 def expand(sink: UOp) -> UOp:
     """Kernel SINK (optimized) -> kernel SINK without UPCAST/UNROLL ranges or REDUCEs (see module doc)."""
+    sink = contract_wmmas(sink)
     topo = sink.toposort()
     if any(u.op is Ops.RANGE and u.arg.axis_type in EXPANDED for u in topo):
         sink = simplify(upcast_ends(unroll_reduces(sink)))

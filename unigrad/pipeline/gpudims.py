@@ -6,8 +6,9 @@ its GROUP_REDUCEs through LOCAL buffers: optimize/local_buffers.py). Out: the sa
   - GLOBAL ranges are group ids: the innermost output axis is SPECIAL gidx0, the next gidx1, and the rest are
     merged into gidx2 (each a quotient/remainder of it) when there are more than three; when a dimension would
     exceed the device's limit (CUDA's 65535 groups in y and z) all of them are merged into gidx0;
-  - LOCAL and GROUP_REDUCE ranges are the work-item's id in its group: one SPECIAL lidx0 over the whole group
-    (each axis a quotient/remainder of it), so no per-dimension local limit is ever exceeded;
+  - LOCAL, GROUP_REDUCE and WARP ranges are the work-item's id in its group: one SPECIAL lidx0 over the whole group
+    (each axis a quotient/remainder of it), so no per-dimension local limit is ever exceeded; WARP ranges (a tensor
+    core's lanes, 32 of them) are its innermost part, so each warp of the group is one tensor core's;
   - their ENDs are gone (a SPECIAL is no loop: every work-item runs the body once);
   - a global STORE whose address does not depend on some GROUP_REDUCE/LOCAL axis (a group reduction's result,
     the same in every work-item) is gated to the work-item where that axis is 0: one writer per group;
@@ -28,7 +29,7 @@ from unigrad.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize.opts import axes, replace_ranges
 
-GROUP_TYPES = (AxisType.LOCAL, AxisType.GROUP_REDUCE)
+GROUP_TYPES = (AxisType.LOCAL, AxisType.GROUP_REDUCE, AxisType.WARP)
 MAX_DIMS = 3
 
 
@@ -122,7 +123,8 @@ def gpudims(sink: UOp, global_max: tuple[int, int, int] = (2**31 - 1,) * 3) -> U
     all go into dimension 0, merged."""
     rs = axes(sink)
     glob = [r for r in rs if r.arg.axis_type is AxisType.GLOBAL]
-    group = [r for r in rs if r.arg.axis_type in GROUP_TYPES]
+    # a tensor core's WARP ranges are the innermost work-items: lidx0 % 32 is the lane in its warp
+    group = sorted((r for r in rs if r.arg.axis_type in GROUP_TYPES), key=lambda r: r.arg.axis_type is AxisType.WARP)
     if group:
         sink = _gate_one_writer(sink, group)
         rs = axes(sink)

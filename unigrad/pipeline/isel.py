@@ -26,7 +26,7 @@ their lane became one op on (k,)-shaped values (the spec's "(k,)-shaped index ma
     a value equal in every lane stays scalar (shape (), broadcast by its users); CONSTs that differ are a STACK
 Every lane computes the same ops in the same order as its scalar copy, so the results are bit-identical. A run
 that does not match (a gather, a gate, an op the target cannot vectorize: `can_vector`) stays scalar.
-WMMA selection will join this stage.
+A WMMA (tensor cores) is chosen by the TC opt and made of fragments by expand; isel leaves it as it is.
 """
 
 from __future__ import annotations

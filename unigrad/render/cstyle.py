@@ -191,7 +191,7 @@ class CStyleLanguage:
         """typedefs for every vector type the kernel uses: aligned `T` and element-aligned `T_u`."""
         used: set[tuple[DType, int]] = set()
         for u in uops:
-            if _vec(u):
+            if _vec(u) and (u.op is not Ops.STACK or all(x.op is Ops.CONST for x in u.src)):  # (a WMMA's fragments: no)
                 dt = _INT_OF_SIZE[_mask_bytes(u)] if u.dtype.is_bool else u.dtype
                 used |= {(dt, u.shape[0]), (_INT_OF_SIZE[dt.itemsize], u.shape[0])}  # and its mask type (selects)
         defs = []
@@ -508,6 +508,11 @@ class CStyleLanguage:
                 continue
             elif _vec(u) and u not in values and vector_base(u) is not None:
                 continue
+            elif op is Ops.WMMA:  # a tensor core's D fragment: an array the dialect's instruction fills
+                counter += 1
+                r[u] = v = f"wmma{counter}"
+                for line in self.wmma(u, v, r):
+                    emit(line)
             elif _vec(u):
                 counter += 1
                 r[u] = v = f"alu{counter}"
@@ -528,6 +533,10 @@ class CStyleLanguage:
     def helpers(self, body: str) -> str:
         """Definitions of the helper functions `body` calls that the prelude does not hold (default: none)."""
         return ""
+
+    def wmma(self, u: UOp, name: str, r: dict[UOp, str]) -> list[str]:
+        """The lines computing WMMA u's D fragment into array `name` (a dialect with tensor cores: render/cuda.py)."""
+        raise NotImplementedError(f"{type(self).__name__} has no tensor cores: a WMMA does not render")
 
     def thread_entry(self, sig: KernelSignature) -> str:
         """`name_entry(bufs, vars, core)`: the kernel behind one generic signature, for the worker pool."""

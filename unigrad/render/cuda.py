@@ -21,6 +21,11 @@ bits), so kernels match the CPU's _Float16 and bf16 code. float16 conversions ar
 sm); bfloat16 rounds to nearest even in integer code (the CPU's, bit for bit; cvt.rn.bf16 needs sm_80). LOCAL
 arrays and accumulators of 16-bit types are held as float. Helpers are written as C (plain `static inline`) and
 compiled with -default-device, which makes them device functions: the CPU's fp8 conversions are reused as they are.
+
+Tensor cores (sm_80 and newer; the TC opt, pipeline/optimize/tensor_cores.py): a WMMA is inline PTX
+`mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32` in a helper; the lane's A and B elements (floats
+holding 16-bit values) are converted to their 16-bit bits exactly and packed two to a 32-bit register, element 2r in
+the low half of register r (PTX: "elements low to high"); its D is a `float d[4]` updated in place from C.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from __future__ import annotations
 import math
 
 from unigrad.dtype import DType, dtypes
+from unigrad.ir.args import Fragment, TensorCore
 from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.uop import UOp
 from unigrad.render.c import FP8_HELPERS
@@ -49,6 +55,55 @@ static inline unsigned short f32_to_bf16(float f) {
   if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u); return (unsigned short)(u >> 16);
 }"""
+
+
+def mma_m16n8k16(dtype_in: DType) -> TensorCore:
+    """mma.sync m16n8k16 with float32 accumulators (PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point
+    type"): with groupID g = laneid >> 2 and threadID_in_group t = laneid % 4,
+      A (16x16): a_i, i = 4q + 2h + j, at row g + 8h, col 2t + j + 8q      (4 registers of two 16-bit elements)
+      B (16x8):  b_i, i = 2q + j,      at row 2t + j + 8q, col g           (2 registers)
+      C, D (16x8): c_i, i = 2h + n,    at row g + 8h, col 2t + n           (4 float registers)"""
+    return TensorCore(
+        "m16n8k16",
+        (16, 8, 16),
+        dtype_in,
+        dtypes.float32,
+        (("g", 8), ("t", 4)),
+        a=Fragment((("q", 2), ("h", 2), ("j", 2)), (("g", 1), ("h", 8)), (("j", 1), ("t", 2), ("q", 8))),
+        b=Fragment((("q", 2), ("j", 2)), (("j", 1), ("t", 2), ("q", 8)), (("g", 1),)),
+        c=Fragment((("h", 2), ("n", 2)), (("g", 1), ("h", 8)), (("n", 1), ("t", 2))),
+    )
+
+
+CUDA_TENSOR_CORES = (mma_m16n8k16(dtypes.float16), mma_m16n8k16(dtypes.bfloat16))
+PTX_TYPE = {dtypes.float16: "f16", dtypes.bfloat16: "bf16"}
+
+
+def tensor_cores_for(arch: str) -> tuple[TensorCore, ...]:
+    """The tensor cores kernels compiled for `arch` (sm_80, sm_90a, ...) may use: mma.sync m16n8k16 from sm_80."""
+    digits = "".join(ch for ch in arch.removeprefix("sm_") if ch.isdigit())
+    return CUDA_TENSOR_CORES if digits and int(digits) >= 80 else ()
+
+
+def mma_helper(tc: TensorCore) -> str:
+    """The device function running one WMMA of `tc`: d (C in, D out) and the packed A and B registers."""
+    t = PTX_TYPE[tc.dtype_in]
+    na, nb, nc = tc.a.size // 2, tc.b.size // 2, tc.c.size
+    args = ", ".join([f"unsigned a{i}" for i in range(na)] + [f"unsigned b{i}" for i in range(nb)])
+    regs = [f"%{i}" for i in range(nc + na + nb)]
+    d, a, b = ", ".join(regs[:nc]), ", ".join(regs[nc : nc + na]), ", ".join(regs[nc + na :])
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(nc))
+    ins = ", ".join([f'"r"(a{i})' for i in range(na)] + [f'"r"(b{i})' for i in range(nb)])
+    return (
+        f"static inline void mma_{tc.name}_{t}(float *d, {args}) {{\n"
+        f'  asm volatile("mma.sync.aligned.{tc.name}.row.col.f32.{t}.{t}.f32 {{{d}}}, {{{a}}}, {{{b}}}, {{{d}}};"'
+        f" : {outs} : {ins});\n}}"
+    )
+
+
+PACK2 = (
+    "static inline unsigned pack2(unsigned short lo, unsigned short hi) { return (unsigned)lo | ((unsigned)hi << 16); }"
+)
 
 CUDA_TYPES: dict[DType, str] = {
     dtypes.bool: "bool",
@@ -103,11 +158,27 @@ class CUDALanguage(CStyleLanguage):
         return f"{self.kernel_prefix}void {bounds}{sig.name}({', '.join(args)})"
 
     def helpers(self, body: str) -> str:
-        """The 16-bit and fp8 conversions `body` calls."""
+        """The 16-bit and fp8 conversions and the tensor core instructions `body` calls."""
         defs = [F16_HELPERS] if "f16_to" in body or "_f16(" in body else []
         defs += [BF16_HELPERS] if "bf16" in body else []
         defs += [definition for name, definition in FP8_HELPERS.items() if name in body]
+        defs += [PACK2] if "pack2(" in body else []
+        defs += [mma_helper(tc) for tc in CUDA_TENSOR_CORES if f"mma_{tc.name}_{PTX_TYPE[tc.dtype_in]}(" in body]
         return "\n".join(defs)
+
+    def wmma(self, u: UOp, name: str, r: dict[UOp, str]) -> list[str]:
+        """A WMMA (its sources: STACKs of the lane's A, B and C elements) as `float name[c] = C;` and the mma helper
+        updating it to D; the 16-bit A and B elements converted to their bits (exact) and packed two a register."""
+        tc = u.arg.tc
+        if tc not in CUDA_TENSOR_CORES or int("".join(ch for ch in self.arch[3:] if ch.isdigit()) or 0) < 80:
+            raise NotImplementedError(f"CUDA {self.arch}: no tensor core {tc.name} {tc.dtype_in.name}")
+        to_bits = STORED_AS[tc.dtype_in][1]
+        a, b, c = ([r[x] for x in f.src] for f in u.src)
+        regs = [f"pack2({to_bits}({xs[i]}), {to_bits}({xs[i + 1]}))" for xs in (a, b) for i in range(0, len(xs), 2)]
+        return [
+            f"float {name}[{len(c)}] = {{{', '.join(c)}}};",
+            f"mma_{tc.name}_{PTX_TYPE[tc.dtype_in]}({name}, {', '.join(regs)});",
+        ]
 
     def storage_type(self, dt: DType) -> str:
         return STORED_AS[dt][0] if dt in STORED_AS else self.ctype(dt)

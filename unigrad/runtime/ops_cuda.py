@@ -35,7 +35,7 @@ from unigrad.dtype import DType
 from unigrad.helpers import record, write_atomic
 from unigrad.pipeline.optimize.opts import Target
 from unigrad.render.cstyle import KernelSignature
-from unigrad.render.cuda import CUDALanguage
+from unigrad.render.cuda import CUDALanguage, tensor_cores_for
 from unigrad.runtime import Allocator, Compiled, Compiler, CompileError, DeviceName, Lowered, disk_cache, to_numpy_dtype
 from unigrad.runtime.support import cuda, nvrtc
 
@@ -93,9 +93,10 @@ def query_info(device: int) -> CUDAInfo:
 
 @functools.cache
 def target_of(
-    max_threads: int, block_max: tuple[int, ...], grid_max: tuple[int, ...], shared: int, warp: int
+    max_threads: int, block_max: tuple[int, ...], grid_max: tuple[int, ...], shared: int, warp: int, arch: str
 ) -> Target:
-    """The optimizer's Target of a GPU: blocks are work-groups, threads work-items, __shared__ memory LOCAL."""
+    """The optimizer's Target of a GPU: blocks are work-groups, threads work-items, __shared__ memory LOCAL; the
+    tensor cores of its architecture (mma.sync from sm_80)."""
     return Target(
         gpu=True,
         global_max=grid_max,  # type: ignore[arg-type]
@@ -104,6 +105,7 @@ def target_of(
         local_bytes=shared,
         group_multiple=warp,
         nonuniform=False,  # a grid is whole blocks
+        tensor_cores=tensor_cores_for(arch),
     )
 
 
@@ -413,7 +415,7 @@ class CUDADevice(Compiled):
     @property
     def target(self) -> Target:
         i = self.ctx.info
-        return target_of(i.max_threads, i.block_max, i.grid_max, i.shared_bytes, i.warp)
+        return target_of(i.max_threads, i.block_max, i.grid_max, i.shared_bytes, i.warp, i.arch)
 
     def build(self, lowered: Lowered) -> CUDAProgram:
         """The program of a lowered kernel: its CUBIN compiled (or found in the cache) and loaded."""

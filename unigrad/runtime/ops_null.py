@@ -3,7 +3,8 @@
 Its use: CI compiles every kernel of a test suite or a model for a device it does not have, CUDA above all (NVRTC
 compiles anywhere; no GPU is needed). What it compiles for is the knob NULL_RENDERER, read when the device opens:
   - `CUDA:sm_80`, `CUDA:sm_90`, ... (`CUDA`: sm_90): CUDA C++ compiled to a CUBIN for that architecture by NVRTC,
-    for a GPU Target with the limits every NVIDIA GPU since sm_50 has (1024 threads a block, 48 KiB __shared__);
+    for a GPU Target with the limits every NVIDIA GPU since sm_50 has (1024 threads a block, 48 KiB __shared__) and
+    the architecture's tensor cores (sm_80 and newer: float16/bfloat16 matmuls compile to mma.sync);
   - `CL`: OpenCL C built by the machine's OpenCL driver, for its first device's Target (DEVICE=CL must open);
   - `C`: the CPU device's C, compiled by its C compiler, for this CPU's Target;
   - empty: `CUDA:sm_90` where NVRTC is found, else `C`.
@@ -89,7 +90,7 @@ def _cuda(arch: str) -> tuple[Any, Compiler, Target]:
     from unigrad.runtime.ops_cuda import GENERIC, CUDACompiler, target_of
     from unigrad.runtime.support import nvrtc
 
-    target = target_of(GENERIC["threads"], GENERIC["block"], GENERIC["grid"], GENERIC["shared"], 32)
+    target = target_of(GENERIC["threads"], GENERIC["block"], GENERIC["grid"], GENERIC["shared"], 32, arch)
     return CUDALanguage(arch), CUDACompiler(nvrtc.load(), arch), target
 
 

@@ -8,7 +8,13 @@ target (work-group limits and LOCAL memory from the knob) and run group by group
 own registers and SPECIAL values, LOCAL arrays shared by the lanes of a group. Lanes run one after another up to
 each BARRIER. It checks what lockstep execution would hide: between two barriers, a lane that loads a LOCAL
 element another lane stored, or stores over one another lane loaded or stored, is a race (LocalRaceError naming
-the kernel, the array, the element and the lanes); a barrier that not every lane reaches is an error too."""
+the kernel, the array, the element and the lanes); a barrier that not every lane reaches is an error too.
+
+A WMMA (tensor cores, PYTHON_GPU with tc=1) is a warp's collective: every lane runs up to it and hands in its
+fragments, then each warp (32 consecutive lanes of the group) computes D = A @ B + C from them (run_wmma, the
+definition: the lanes' elements placed by the TensorCore's layout, sums in float32 in k order, C added last) and each
+lane goes on with its own D elements. A WMMA that only some lanes of a group reach, or a group that is not whole
+warps, is an error (mma.sync needs the whole warp)."""
 
 from __future__ import annotations
 
@@ -22,9 +28,10 @@ import numpy as np
 from unigrad import config
 from unigrad.dtype import DType, dtypes
 from unigrad.ir.alu import ALU_PY, bitcast, exec_alu, float_to_fp8, normalize
-from unigrad.ir.args import AddrSpace
+from unigrad.ir.args import AddrSpace, TensorCore
 from unigrad.ir.ops import Ops
 from unigrad.pipeline.optimize.opts import Target
+from unigrad.render.cuda import CUDA_TENSOR_CORES
 from unigrad.ir.uop import UOp
 from unigrad.render.cstyle import KernelSignature
 from unigrad.runtime import Allocator, Compiled, Compiler, Lowered, fp8_values, to_numpy_dtype
@@ -105,6 +112,8 @@ class PythonProgram:
                 self.code.append(("special", i, (), u.arg))
             elif op is Ops.BARRIER:
                 self.code.append(("barrier", i, (), None))
+            elif op is Ops.WMMA:  # its sources are STACKs: the lane's fragment elements, A's then B's then C's
+                self.code.append(("wmma", i, tuple(reg[x] for f in u.src for x in f.src), u.arg.tc))
             elif op is Ops.IF:
                 endif = next(j for j in range(i + 1, len(uops)) if uops[j].op is Ops.ENDIF and uops[j].src[0] is u)
                 self.code.append(("if", i, srcs, endif))
@@ -137,14 +146,35 @@ class PythonProgram:
             specials = {**gids, "lidx0": lx, "lidx1": ly, "lidx2": lz}
             lanes.append(self._lane(mem, var_vals, specials, (shared, races), lane))
         while lanes:
-            waiting = [lane for lane in lanes if next(lane, None) is not None]
+            steps = [(lane, next(lane, None)) for lane in lanes]
+            waiting = [(lane, step) for lane, step in steps if step is not None]
             if waiting and len(waiting) != len(lanes):
                 raise RuntimeError(
-                    f"{self.name}: a BARRIER that {len(lanes) - len(waiting)} of {len(lanes)} lanes "
-                    "of a work-group never reach (a barrier under a branch some lanes skip)"
+                    f"{self.name}: a BARRIER or WMMA that {len(lanes) - len(waiting)} of {len(lanes)} lanes "
+                    "of a work-group never reach (under a branch some lanes skip)"
                 )
-            races.barrier()
-            lanes = waiting
+            mmas = [step for _, step in waiting if isinstance(step, WarpMMA)]
+            if mmas:
+                self._warps(mmas, len(waiting))
+            else:
+                races.barrier()
+            lanes = [lane for lane, _ in waiting]
+
+    def _warps(self, mmas: list[WarpMMA], lanes: int) -> None:
+        """Every lane of the group is at a WMMA: each warp's (32 consecutive lanes) D from their fragments."""
+        if len(mmas) != lanes:
+            raise RuntimeError(
+                f"{self.name}: {lanes - len(mmas)} lanes of a work-group are at a BARRIER, the rest at a WMMA"
+            )
+        tc = mmas[0].tc
+        if lanes % tc.threads:
+            raise RuntimeError(
+                f"{self.name}: a WMMA in a work-group of {lanes} work-items (not whole warps of {tc.threads})"
+            )
+        for w in range(0, lanes, tc.threads):
+            warp = mmas[w : w + tc.threads]
+            for lane, d in enumerate(run_wmma(tc, [m.frags for m in warp])):
+                warp[lane].d = d
 
     def _lane(
         self, mem: dict, var_vals: dict[str, int], specials: dict[str, int], group: tuple | None, lane: int
@@ -205,12 +235,52 @@ class PythonProgram:
                 r[d] = group[0][slot]
             elif kind == "barrier":
                 yield True
+            elif kind == "wmma":
+                mma = WarpMMA(x, [r[i] for i in s])
+                yield mma
+                r[d] = mma.d
             elif kind == "if":
                 r[d] = bool(r[s[0]])
                 if not r[d]:  # skip the block: on after its ENDIF
                     pc = x + 1
                     continue
             pc += 1
+
+
+class WarpMMA:
+    """A lane at a WMMA: its fragments (A's, B's, C's elements in order) in, its D elements out."""
+
+    def __init__(self, tc: TensorCore, frags: list[Any]) -> None:
+        self.tc, self.frags = tc, frags
+        self.d: list[Any] = []
+
+
+def run_wmma(tc: TensorCore, frags: list[list[Any]]) -> list[list[float]]:
+    """One warp's D = A @ B + C: frags[lane] is the lane's A, B and C elements (tc.a.size, tc.b.size, tc.c.size
+    values in fragment order); the result is each lane's D elements (C's layout). The definition of a WMMA: each
+    element of A, B and C comes from the lane and element TensorCore.coord places it at; D[m, n] sums the products
+    A[m, k] * B[k, n] for k = 0..K-1 in order, from 0, rounding each add to dtype_out (the products of two float16 or
+    bfloat16 values are exact in float32), then adds C[m, n] with one more rounding."""
+    M, N, K = tc.dims
+    na, nb = tc.a.size, tc.b.size
+    mats = {"a": [[0.0] * K for _ in range(M)], "b": [[0.0] * N for _ in range(K)], "c": [[0.0] * N for _ in range(M)]}
+    for lane, f in enumerate(frags):
+        for name, frag, vals in (("a", tc.a, f[:na]), ("b", tc.b, f[na : na + nb]), ("c", tc.c, f[na + nb :])):
+            for i, v in enumerate(vals):
+                row, col = tc.coord(frag, lane, i)
+                mats[name][row][col] = v
+    A, B, C = mats["a"], mats["b"], mats["c"]
+    out = []
+    for lane in range(len(frags)):
+        d = []
+        for i in range(tc.c.size):
+            m, n = tc.coord(tc.c, lane, i)
+            acc = 0.0
+            for k in range(K):
+                acc = normalize(acc + A[m][k] * B[k][n], tc.dtype_out)
+            d.append(normalize(acc + C[m][n], tc.dtype_out))
+        out.append(d)
+    return out
 
 
 class LocalRaceError(RuntimeError):
@@ -266,31 +336,42 @@ class PythonDevice(Compiled):
 
 @functools.cache
 def gpu_target(spec: str) -> Target:
-    """The GPU Target the knob PYTHON_GPU describes: '1' or 'max_group=N,local_bytes=M,global_max=K' (any may be
-    left out; global_max bounds the groups in dimensions 1 and 2, as CUDA's 65535 does)."""
-    fields = {"max_group": 256, "local_bytes": 16384, "global_max": 2**31 - 1}
+    """The GPU Target the knob PYTHON_GPU describes: '1' or 'max_group=N,local_bytes=M,global_max=K,tc=1' (any may be
+    left out; global_max bounds the groups in dimensions 1 and 2, as CUDA's 65535 does; tc=1 gives it the tensor
+    cores of CUDA's sm_80 and newer, whose WMMAs the emulator runs lane by lane, and shows kernels as CUDA C++)."""
+    fields = {"max_group": 256, "local_bytes": 16384, "global_max": 2**31 - 1, "tc": 0}
     if spec.strip() != "1":
         for part in spec.split(","):
             key, _, value = part.partition("=")
             if key.strip() not in fields or not value.strip().isdigit():
-                raise ValueError(f"PYTHON_GPU: expected '1' or 'max_group=N,local_bytes=M,global_max=K', got {spec!r}")
+                raise ValueError(
+                    f"PYTHON_GPU: expected '1' or 'max_group=N,local_bytes=M,global_max=K,tc=1', got {spec!r}"
+                )
             fields[key.strip()] = int(value)
     n, g = fields["max_group"], fields["global_max"]
-    return Target(1, 0, 16, True, (2**31 - 1, g, g), (n, n, n), n, fields["local_bytes"], 1, True)
+    cores = CUDA_TENSOR_CORES if fields["tc"] else ()
+    return Target(
+        1, 0, 16, True, (2**31 - 1, g, g), (n, n, n), n, fields["local_bytes"], 32 if cores else 1, True, cores
+    )
 
 
 class ShownAs:
-    """The PYTHON device's renderer: C for a CPU kernel, OpenCL C for a GPU one (PYTHON_GPU). It renders only to
-    show the source at DEBUG=4 and to make the kernel's signature; the device runs the LINEAR itself."""
+    """The PYTHON device's renderer: C for a CPU kernel, OpenCL C for a GPU one (PYTHON_GPU), CUDA C++ for a GPU with
+    tensor cores (tc=1: the mma.sync a WMMA is). It renders only to show the source at DEBUG=4 and to make the
+    kernel's signature; the device runs the LINEAR itself."""
 
     def __init__(self) -> None:
         from unigrad.render.c import CLanguage
+        from unigrad.render.cuda import CUDALanguage
         from unigrad.render.opencl import OpenCLLanguage
 
-        self.cpu, self.gpu = CLanguage(), OpenCLLanguage()
+        self.cpu, self.gpu, self.cuda = CLanguage(), OpenCLLanguage(), CUDALanguage("sm_80")
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.gpu if config.PYTHON_GPU.value else self.cpu, name)
+        spec = str(config.PYTHON_GPU.value)
+        if not spec:
+            return getattr(self.cpu, name)
+        return getattr(self.cuda if gpu_target(spec).tensor_cores else self.gpu, name)
 
 
 def open_device(name: str) -> Compiled:

@@ -12,6 +12,10 @@ memory). Out: the list of Opts, each checked as it is chosen (apply_opt), so lat
     a whole vector), then the innermost output axes split to LOCAL until a group holds GROUP_ITEMS work-items (the
     preferred multiple when the size allows; an elementwise axis no good size divides, a prime, is padded to whole
     groups of PAD_GROUP and its padded work-items store nothing), the reduce loops kept whole.
+  - on a target with tensor cores, first: a sum of products of 16-bit floats (matmul, convolution) whose axes fit
+    the tile (or pad to it with little waste: TC_MAX_PAD) on the tensor cores (TC on its largest reduce axis), each
+    warp's tile then UPCAST to several WMMAs over the output axes (their A and B fragments reused) and LOCAL to a few
+    warps a group; where TC does not apply, the paths below.
 Symbolic sizes take no opts (each group then has one work-item).
 """
 
@@ -24,6 +28,7 @@ from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize.heuristic import MAX_VECTOR_BODY, _output_chain, _tile_reuses, _vector_lanes
 from unigrad.pipeline.optimize.opts import Opt, OptError, OptOps, Target, apply_opt, axes, bound, check_gpu_limits
+from unigrad.pipeline.optimize.tensor_cores import TCArg, match_tc
 
 GROUP_ITEMS = 256  # work-items a group aims for (elementwise, group reductions)
 FEW_OUTPUTS = 1024  # a reduction with at most this many outputs splits its reduce axis over a group
@@ -32,6 +37,9 @@ PAD_GROUP = 64  # an elementwise axis no good group size divides is padded to a 
 TILE_LOCAL = (16, 8, 4, 2)  # a matmul's LOCAL tile per output axis: the first dividing it
 TILE_UPCAST = (4, 2)  # outputs per work-item along each tile axis
 TILE_UNROLL = (4, 2)  # reduce steps unrolled
+TC_MAX_PAD = 1.5  # TC pads an axis to its tile when that makes it at most this much bigger
+TC_UPCAST = ((1, (4, 2)), (0, (2,)))  # WMMAs per warp: (tile axis 0 = M, 1 = N, the UPCASTs to try, first dividing)
+TC_WARPS = 4  # warps a group aims for (LOCAL splits of the tile's axes)
 
 
 def _divisor(n: int, choices: tuple[int, ...] | list[int], limit: int) -> int | None:
@@ -98,6 +106,8 @@ def gpu_opts(sink: UOp, target: Target) -> list[Opt]:
     outputs = [r.arg.id for r in _output_chain(sink) if r.arg.axis_type is AxisType.GLOBAL]
     reduces = [r for r in rs if r.arg.axis_type is AxisType.REDUCE]
     out_size = math.prod(bound(r) or 1 for r in rs if r.arg.axis_type is AxisType.GLOBAL)
+    if target.tensor_cores and (tc := tc_opts(sink, target)):
+        return tc
     b = _Builder(sink, target)
     limit = min(GROUP_ITEMS, target.max_group)
     if reduces and out_size <= FEW_OUTPUTS and (bound(reduces[-1]) or 0) >= MIN_GROUP_REDUCE:
@@ -134,3 +144,39 @@ def gpu_opts(sink: UOp, target: Target) -> list[Opt]:
         if k is not None:
             b.split(rid, k, AxisType.LOCAL)
     return b.opts
+
+
+def tc_opts(sink: UOp, target: Target) -> list[Opt]:
+    """TC on the kernel's largest reduce axis that fits, then more WMMAs per warp and a few warps per group; [] where
+    TC does not apply (dtypes, not a matmul) or its padding would waste too much (TC_MAX_PAD)."""
+    reduces = sorted((r for r in axes(sink) if r.arg.axis_type is AxisType.REDUCE), key=lambda r: -(bound(r) or 0))
+    for r in reduces:
+        opt = Opt(OptOps.TC, axes(sink).index(r), TCArg())
+        try:
+            found = match_tc(sink, opt, target)
+            if any(_pad_ratio(_size(sink, rid), t) > TC_MAX_PAD for rid, t in zip(found.ids, found.tc.dims)):
+                continue
+            k = apply_opt(sink, opt, target)
+            check_gpu_limits(k, opt, target)
+        except OptError:
+            continue
+        b = _Builder(k, target)
+        b.opts = [opt]
+        for which, amounts in TC_UPCAST:
+            rid = found.ids[which]
+            if (u := _divisor(b.size(rid), amounts, b.size(rid))) is not None:
+                b.split(rid, u, AxisType.UPCAST)
+        for rid in found.ids[1::-1]:  # N, then M
+            if b.group() * 2 <= TC_WARPS and b.size(rid) % 2 == 0 and b.size(rid) > 2:  # LOCAL: warps
+                b.split(rid, 2, AxisType.LOCAL)
+        return b.opts
+    return []
+
+
+def _size(sink: UOp, rid: int) -> int:
+    return next(bound(r) or 0 for r in axes(sink) if r.arg.id == rid)
+
+
+def _pad_ratio(size: int, tile: int) -> float:
+    """How much bigger padding to a multiple of tile makes an axis of `size`."""
+    return -(-size // tile) * tile / max(size, 1)

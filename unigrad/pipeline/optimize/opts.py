@@ -17,7 +17,7 @@ from enum import Enum
 from typing import Any
 
 from unigrad.helpers import record
-from unigrad.ir.args import AxisType, KernelInfo
+from unigrad.ir.args import AxisType, KernelInfo, TensorCore
 from unigrad.ir.ops import Ops
 from unigrad.ir.symbolic import simplify
 from unigrad.ir.uop import UOp
@@ -37,7 +37,8 @@ class OptOps(Enum):
 
 @record(frozen=True)
 class Opt:
-    """(op, axis, arg): SPLIT arg = (k, target AxisType, top); PADTO arg = multiple; SWAP arg = other axis."""
+    """(op, axis, arg): SPLIT arg = (k, target AxisType, top); PADTO arg = multiple; SWAP arg = other axis; TC axis =
+    a REDUCE axis, arg = tensor_cores.TCArg (or None: its defaults)."""
 
     op: OptOps
     axis: int | None = None
@@ -57,7 +58,8 @@ class Target:
     A GPU (gpu=True) runs work-groups: output axes are GLOBAL (group ids), LOCAL and GROUP_REDUCE axes are the
     work-items of a group. global_max/local_max: the largest size per dimension (3 dimensions); max_group: the most
     work-items in a group; local_bytes: LOCAL memory per group; group_multiple: the preferred multiple of a group's
-    size; nonuniform: the global size need not be a multiple of the group size."""
+    size; nonuniform: the global size need not be a multiple of the group size; tensor_cores: the warp matrix
+    multiply-accumulates the TC opt may use (tensor_cores.py; none: TC is refused)."""
 
     threads: int = 1
     vector_bytes: int = 0
@@ -69,6 +71,7 @@ class Target:
     local_bytes: int = 0
     group_multiple: int = 1
     nonuniform: bool = False
+    tensor_cores: tuple[TensorCore, ...] = ()
 
 
 class OptError(ValueError):
@@ -139,8 +142,21 @@ def _with_opt(sink: UOp, opt: Opt) -> UOp:
     return sink.replace(arg=KernelInfo(info.name, info.opts + (opt,)))
 
 
+def _tc_ranges(sink: UOp) -> set[int]:
+    """Ids of the ranges a WMMA contracts into its fragments (the TC opt's WARP/UPCAST/UNROLL dims): no later opt
+    pads, splits or swaps them, the tensor core's layout fixes them."""
+    return {i for u in sink.toposort() if u.op is Ops.WMMA and u.arg.axes for ids in u.arg.axes for i in ids}
+
+
+def _not_tc(sink: UOp, opt: Opt, *rs: UOp) -> None:
+    tc = _tc_ranges(sink)
+    if tc and any(r.arg.id in tc or r.arg.axis_type is AxisType.WARP for r in rs):
+        raise _fail(opt, "the axis is a tensor core's (TC fixed it)")
+
+
 def _split(sink: UOp, opt: Opt) -> UOp:
     rs, r = _axis(sink, opt)
+    _not_tc(sink, opt, r)
     if not (isinstance(opt.arg, tuple) and len(opt.arg) == 3):
         raise _fail(opt, "SPLIT takes arg (k, target AxisType, top)")
     k, target, top = opt.arg
@@ -165,6 +181,8 @@ def _split(sink: UOp, opt: Opt) -> UOp:
         chains = [end_chain(t)[1] for t in chain_tops(sink.toposort())]
         if any(ch[0] is not r for ch in chains if r in ch):
             raise _fail(opt, f"axis {opt.axis} is not an outermost loop: only those split into THREADs")
+    if target is AxisType.GROUP_REDUCE and _tc_ranges(sink):
+        raise _fail(opt, "a tensor core's sum does not split over a group (GROUP_REDUCE after TC)")
     if target in (AxisType.UPCAST, AxisType.UNROLL):
         if top:
             raise _fail(opt, f"{target.name} is an inner axis: top must be False")
@@ -190,6 +208,7 @@ def _split(sink: UOp, opt: Opt) -> UOp:
 
 def _padto(sink: UOp, opt: Opt) -> UOp:
     rs, r = _axis(sink, opt)
+    _not_tc(sink, opt, r)
     m = opt.arg
     if not isinstance(m, int) or isinstance(m, bool) or m < 1:
         raise _fail(opt, f"PADTO takes a positive int multiple, got {m!r}")
@@ -213,8 +232,10 @@ def _padto(sink: UOp, opt: Opt) -> UOp:
         if uses_r[u]:
             if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(nu.src) == 1:
                 nu = nu.replace(src=(nu.src[0], UOp.const(nu.dtype, 0), valid))  # a padded lane reads 0
-            elif u.op is Ops.STORE and len(nu.src) == 2 and not reduce_axis:
-                nu = nu.replace(src=(*nu.src, valid))  # a padded lane writes nothing
+            elif u.op is Ops.LOAD and u.src[0].op is Ops.INDEX:  # padded along another axis too: both gates
+                nu = nu.replace(src=(nu.src[0], nu.src[1], nu.src[2] & valid))
+            elif u.op is Ops.STORE and not reduce_axis:
+                nu = nu.replace(src=(*nu.src[:2], nu.src[2] & valid if len(nu.src) == 3 else valid))  # writes nothing
             elif u.op is Ops.REDUCE and r in u.src[1:]:
                 ident = UOp.const(u.dtype, identity_element(u.arg.op, u.dtype))
                 nu = nu.replace(src=(valid.where(nu.src[0], ident), *nu.src[1:]))
@@ -228,6 +249,7 @@ def _swap(sink: UOp, opt: Opt) -> UOp:
     if not isinstance(j, int) or not 0 <= j < len(rs) or j == opt.axis:
         raise _fail(opt, f"SWAP takes another axis in [0, {len(rs)}), got {j!r}")
     b = rs[j]
+    _not_tc(sink, opt, a, b)
     if (a.arg.axis_type in REDUCE_TYPES) != (b.arg.axis_type in REDUCE_TYPES):
         raise _fail(opt, "a reduce axis only swaps with another reduce axis")
     pair = {a: b, b: a}
@@ -260,17 +282,15 @@ def _nolocals(sink: UOp, opt: Opt) -> UOp:
     return _with_opt(sink, opt)
 
 
-def apply_opt(sink: UOp, opt: Opt, device_has_tc: bool = False) -> UOp:
-    """One checked opt; raises OptError when it cannot apply."""
+def apply_opt(sink: UOp, opt: Opt, target: Target | None = None) -> UOp:
+    """One checked opt; raises OptError when it cannot apply. TC needs the `target` (its tensor cores)."""
     if not isinstance(opt, Opt):
         raise OptError(f"expected an Opt, got {opt!r}")
     opts = sink.arg.opts if isinstance(sink.arg, KernelInfo) else ()
     if opt.op is OptOps.TC:
-        if not device_has_tc:
-            raise _fail(opt, "this device has no tensor cores")
-        if opts:
-            raise _fail(opt, "TC must be the first opt")
-        raise _fail(opt, "tensor cores are not implemented for this device")
+        from unigrad.pipeline.optimize.tensor_cores import apply_tc  # it builds on this module's PADTO
+
+        return apply_tc(sink, opt, target)
     if opt.op is OptOps.SPLIT:
         if any(o.op is OptOps.NOLOCALS for o in opts) and isinstance(opt.arg, tuple) and len(opt.arg) == 3:
             if opt.arg[1] in (AxisType.LOCAL, AxisType.GROUP_REDUCE):
@@ -288,13 +308,14 @@ def apply_opt(sink: UOp, opt: Opt, device_has_tc: bool = False) -> UOp:
 def apply_opts(sink: UOp, opts: list[Opt] | tuple[Opt, ...], target: Target | None = None) -> UOp:
     """The opts applied in order; on a GPU target each result is checked against the device's limits."""
     for o in opts:
-        sink = apply_opt(sink, o)
+        sink = apply_opt(sink, o, target)
         if target is not None and target.gpu:
             check_gpu_limits(sink, o, target)
     return sink
 
 
-GROUP_TYPES = (AxisType.LOCAL, AxisType.GROUP_REDUCE)  # the axes whose values are the work-items of one group
+# the axes whose values are the work-items of one group (WARP: a tensor core's lanes)
+GROUP_TYPES = (AxisType.LOCAL, AxisType.GROUP_REDUCE, AxisType.WARP)
 
 
 def check_gpu_limits(sink: UOp, opt: Opt, target: Target) -> None:

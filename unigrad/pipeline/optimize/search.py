@@ -16,10 +16,11 @@ import functools
 import math
 from collections.abc import Callable
 
-from unigrad.ir.args import AxisType
+from unigrad.ir.args import AxisType, KernelInfo
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.expand import EXPANDED
 from unigrad.pipeline.optimize.opts import Opt, OptError, OptOps, Target, apply_opt, axes, bound, check_gpu_limits
+from unigrad.pipeline.optimize.tensor_cores import TCArg
 
 # measure(candidates) -> seconds per candidate (math.inf for one that failed to compile or run)
 Measure = Callable[[list[UOp]], list[float]]
@@ -60,9 +61,12 @@ def candidates(sink: UOp, target: Target) -> list[UOp]:
     """`sink` with each legal action applied: one candidate kernel per action (illegal actions, and on a GPU those
     over its limits, are skipped)."""
     out: list[UOp] = []
-    for opt in actions(target.threads, target.gpu):
+    tc: tuple[Opt, ...] = ()
+    if target.tensor_cores and not (isinstance(sink.arg, KernelInfo) and sink.arg.opts):  # TC comes first or never
+        tc = tuple(Opt(OptOps.TC, i, TCArg()) for i, r in enumerate(axes(sink)) if r.arg.axis_type is AxisType.REDUCE)
+    for opt in tc + actions(target.threads, target.gpu):
         try:
-            c = apply_opt(sink, opt)
+            c = apply_opt(sink, opt, target)
             if target.gpu:
                 check_gpu_limits(c, opt, target)
         except OptError:
