@@ -278,7 +278,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results["loadavg_1m_after"] = loadavg()
     results["total_s"] = time.perf_counter() - t0
     print(
-        f"\n(total {results['total_s']:.1f} s; load average before {before:.2f}, after {results['loadavg_1m_after']:.2f})"
+        f"\n(total {results['total_s']:.1f} s; load average before {before:.2f}, "
+        f"after {results['loadavg_1m_after']:.2f})"
     )
     print("JSON: " + json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in results.items()}))
     return results

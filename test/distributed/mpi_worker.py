@@ -201,6 +201,8 @@ def ddp() -> None:
     train(model, torch.optim.SGD(wrapped.parameters(), lr=0.5, momentum=0.9), *part, steps=4, ddp=wrapped)
     for p, q in zip(model.parameters(), ref.parameters()):
         check("DDP equals one process with the global batch", p.numpy(), q.numpy(), 1e-5)
+    # overlap: the first bucket (the last layer's gradients) started while the backward's other kernels still ran
+    assert wrapped.timings["kernels_after_first_start"] > 0, wrapped.timings
     # no_sync: two half-batches accumulated locally, averaged once, equal two accumulated full half-batches
     ref_opt, opt = torch.optim.SGD(ref.parameters(), lr=0.5), torch.optim.SGD(wrapped.parameters(), lr=0.5)
     train(ref, ref_opt, full[0][4:], full[1][4:], steps=2, accumulate=2)

@@ -63,8 +63,8 @@ def two_hosts(tmp_path: Path):
         agent = tmp_path / "netns_rsh"
         agent.write_text(
             "#!/bin/sh\n"
-            f'case "$1" in {SUBNET}.1) ns={ns[0]} ;; {SUBNET}.2) ns={ns[1]} ;; *) echo "unknown host $1" >&2; exit 1 ;; '
-            "esac\n"
+            f'case "$1" in {SUBNET}.1) ns={ns[0]} ;; {SUBNET}.2) ns={ns[1]} ;; '
+            '*) echo "unknown host $1" >&2; exit 1 ;; esac\n'
             'shift\nexec ip netns exec "$ns" /bin/sh -c "$*"\n'
         )
         agent.chmod(0o755)

@@ -476,7 +476,8 @@ class _Watchdog:
         rank = g.ranks[g.rank()]
         print(f"DistBackendError: {_timeout_error(what, g, self.timeout)}", file=sys.stderr)
         print(
-            f"unigrad.distributed: rank {rank}: DistBackendError in a blocking collective (the watchdog); aborting the job",
+            f"unigrad.distributed: rank {rank}: DistBackendError in a blocking collective (the watchdog); "
+            "aborting the job",
             file=sys.stderr,
             flush=True,
         )

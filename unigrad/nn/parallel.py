@@ -4,18 +4,24 @@ DataParallel(module) wraps a module and forwards to it, as torch's does on a mac
 wrapped module is `.module` (so state-dict keys gain torch's `module.` prefix), and a forward runs the whole batch
 on the module's device; unigrad's kernels already use every core.
 
-DistributedDataParallel(module) is data-parallel training over the ranks of a process group (one process each,
-launched by mpirun): at wrap time rank 0's parameters and buffers are broadcast (every rank checks first that all
-have the same parameter shapes and dtypes); in backward() the gradients are averaged over the ranks in buckets, as
-torch's: the parameters in reverse order, a bucket closing once it holds bucket_cap_mb (25 MB; with that default the first 1 MB), one
-bucket per dtype run. backward() fills every .grad as lazy tensors of one graph and then runs the parameters'
-post-accumulate-grad hooks; the last one reduces: bucket by bucket it computes the bucket's gradients divided by the
-world size (the first bucket's realize runs the whole backward pass, as one schedule; later buckets' are their
-division kernels), packs them into the bucket's flat host buffer and starts the bucket's MPI all-reduce (summed) on
-the progress thread, so a bucket's transfer overlaps the packing and computing of the next ones; then it waits for
-each bucket in turn and unpacks the averages into the .grad buffers. `no_sync()` skips the reduction (gradients
-accumulate locally until the next backward outside it). Under TinyJit the packing/start and wait/unpack of each
-bucket are captured steps between the kernels, so a replayed step all-reduces in the same order.
+DistributedDataParallel(module) is data-parallel training over the ranks of a process group (one process each, launched
+by mpirun): at wrap time rank 0's parameters and buffers are broadcast (every rank checks first that all have the same
+parameter shapes and dtypes); in backward() the gradients are averaged over the ranks in buckets, as torch's: the
+parameters in reverse order, a bucket closing once it holds bucket_cap_mb (25 MB; with that default the first 1 MB), one
+bucket per dtype run. backward() fills every .grad as lazy tensors of one graph and then runs the parameters' post-
+accumulate-grad hooks; the last one reduces: every gradient divided by the world size is assigned into its bucket's own
+gradient buffers (made at wrap time), all in one schedule with the whole backward pass. A hook of the runtime
+(realize.after_kernel) sees each kernel's written buffer as it runs: once a bucket's last gradient is written, the
+bucket (and any ready ones after it, always in bucket order, the same on every rank) is packed into its flat host buffer
+and its MPI all-reduce (summed) started on the progress thread, so it overlaps the backward's remaining kernels (the
+schedule computes the last layers' gradients, bucket 0, before the earlier layers'). After the schedule it waits for
+each bucket in turn and unpacks the sums into the gradient buffers, which become the .grad tensors (the same buffers
+every step, as torch's gradient_as_bucket_view: a .grad kept from the previous step is overwritten). `no_sync()` skips
+the reduction (gradients accumulate locally until the next backward outside it). Under TinyJit the pack/start and
+wait/unpack of each bucket are captured steps between the kernels, right after the kernel that completed the bucket, so
+a replayed step all-reduces in the same order and overlaps the same way. `timings` holds the last reduction's seconds
+(compute, pack, exposed_wait: waiting for the all-reduces after the schedule) and how many kernels ran after the first
+bucket started (kernels_after_first_start: 0 means nothing overlapped).
 """
 
 from __future__ import annotations
@@ -65,13 +71,17 @@ _BUCKET_MB = 25  # torch's default bucket_cap_mb
 
 
 class _Bucket:
-    """Parameters whose gradients are all-reduced together: their offsets in one flat host array of their dtype."""
+    """Parameters whose gradients are all-reduced together: their offsets in one flat host array of their dtype, and
+    the buffers their averaged gradients are written to (each backward's kernels write them; .grad views them)."""
 
     def __init__(self, index: int, params: list[Tensor]) -> None:
         self.index, self.params = index, params
         self.sizes = [p.numel() for p in params]
         self.offsets = [sum(self.sizes[:i]) for i in range(len(params))]
         self.flat = np.empty(sum(self.sizes), to_numpy_dtype(params[0].dtype))
+        self.grads = [Tensor.zeros(*p.shape, dtype=p.dtype, device=p.device).contiguous().realize() for p in params]
+        self.bufs = [rt.buffer_of(g.uop) for g in self.grads]
+        self.unwritten = 0  # during a reduction: its gradient buffers no kernel has written yet
         self.work: Work | None = None
 
 
@@ -178,7 +188,8 @@ class DistributedDataParallel(Module):
             if theirs != mine:
                 diff = next((a, b) for a, b in itertools.zip_longest(mine, theirs) if a != b)
                 raise c10d.DistError(
-                    f"DistributedDataParallel: rank {r}'s parameters differ from rank {self._group.ranks[self._group.rank()]}'s:"
+                    f"DistributedDataParallel: rank {r}'s parameters differ from rank "
+                    f"{self._group.ranks[self._group.rank()]}'s:"
                     f" {diff[1]} there, {diff[0]} here (every rank must wrap the same model)"
                 )
 
@@ -248,25 +259,58 @@ class DistributedDataParallel(Module):
         if n == 1:
             return
         t0 = time.perf_counter()
-        pending, compute, pack = [], 0.0, 0.0
+        assigns = []
+        writer: dict[int, _Bucket] = {}  # a gradient buffer's id -> its bucket
         for b in self._buckets:
-            grads = [(p.grad if p.grad is not None else p.zeros_like()) / n for p in b.params]
-            ta = time.perf_counter()
-            Tensor.realize(*grads)
-            grads = [g.contiguous_view() for g in grads]
-            bufs = [rt.buffer_of(g.uop) for g in grads]
-            tb = time.perf_counter()
-            start = _Pack(b, self._group)
-            start(bufs)
-            jit.note_step(f"ddp_start_bucket{b.index}", start, bufs, {})
-            pending.append((b, grads, bufs))
-            compute, pack = compute + tb - ta, pack + time.perf_counter() - tb
+            for p, g in zip(b.params, b.grads):
+                assigns.append(g.assign((p.grad if p.grad is not None else p.zeros_like()) / n))
+            b.unwritten = len(b.bufs)
+            writer.update((id(buf), b) for buf in b.bufs)
+        started = 0  # buckets started, in bucket order (every rank starts them in the same order)
+        pack, first_start_kernels = 0.0, -1
+
+        def start_ready(every: bool = False) -> None:
+            nonlocal started, pack, first_start_kernels
+            while started < len(self._buckets) and (every or self._buckets[started].unwritten == 0):
+                ta = time.perf_counter()
+                if started == 0:
+                    first_start_kernels = rt.stats.kernels
+                b = self._buckets[started]
+                start = _Pack(b, self._group)
+                start(b.bufs)
+                jit.note_step(f"ddp_start_bucket{b.index}", start, b.bufs, {})
+                started += 1
+                pack += time.perf_counter() - ta
+
+        def written(bufs: list[Buffer]) -> None:  # after each kernel of the backward: bufs[0] is the one it wrote
+            b = writer.pop(id(bufs[0]), None)
+            if b is not None:
+                b.unwritten -= 1
+                if b.unwritten == 0:
+                    start_ready()
+
+        rt.after_kernel.append(written)
+        try:
+            Tensor.realize(*assigns)  # the backward pass and the divisions, one schedule: buckets start inside it
+        finally:
+            rt.after_kernel.remove(written)
+        during = started
+        overlapped_kernels = rt.stats.kernels - first_start_kernels if first_start_kernels >= 0 else 0
+        tb = time.perf_counter()
+        start_ready(every=True)  # any bucket whose buffers no kernel wrote (nothing to wait for)
         tw = time.perf_counter()
-        for b, grads, bufs in pending:
+        for b in self._buckets:
             finish = _Unpack(b)
-            finish(bufs)
-            jit.note_step(f"ddp_wait_bucket{b.index}", finish, bufs, {})
-            for p, g in zip(b.params, grads):
+            finish(b.bufs)
+            jit.note_step(f"ddp_wait_bucket{b.index}", finish, b.bufs, {})
+            for p, g in zip(b.params, b.grads):
                 p.grad = g
         end = time.perf_counter()
-        self.timings = {"total": end - t0, "compute": compute, "pack": pack, "exposed_wait": end - tw}
+        self.timings = {
+            "total": end - t0,
+            "compute": tb - t0 - pack,
+            "pack": pack,
+            "exposed_wait": end - tw,
+            "buckets_started_in_backward": during,
+            "kernels_after_first_start": overlapped_kernels,  # kernels run while a bucket's all-reduce was in flight
+        }

@@ -47,6 +47,9 @@ buffers: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
 _executed: weakref.WeakSet[UOp] = weakref.WeakSet()
 _launch_ids = itertools.count()
 precompiled: weakref.WeakSet[UOp] = weakref.WeakSet()  # FUNCTIONs of @function(precompile=True), alive
+# called with a kernel's buffers right after it ran (and after a TinyJit capture noted it): DDP starts a bucket's
+# all-reduce as soon as the kernel writing its last gradient ran, while the rest of the backward runs
+after_kernel: list[Callable[[list[Buffer]], None]] = []
 SCHEDULE_CACHE_SIZE = 1024
 _schedule_cache: dict[tuple[UOp, str], UOp] = {}
 _program_cache: dict[tuple[str, UOp, int, int, int], CompiledKernel] = {}
@@ -507,6 +510,8 @@ def _run(ast: UOp, bufs: list[Buffer], var_vals: dict[str, int]) -> None:
         jit.note_step(ck.name, ck.program, bufs, var_vals, ck)
     if config.DEBUG >= 2:
         print(f"  {ck.name:<30} {dt * 1e6:9.1f} us  {ck.flops / dt / 1e9:8.2f} GFLOP/s  {ck.mem / dt / 1e9:8.2f} GB/s")
+    for hook in after_kernel:
+        hook(bufs)
 
 
 def run_pending(uops: list[UOp], var_vals: dict[str, int]) -> list[UOp]:
