@@ -15,6 +15,7 @@ Medians over many runs (time.perf_counter around one call); a table, then one li
 
 from __future__ import annotations
 
+import argparse
 import gc
 import json
 import statistics
@@ -123,6 +124,7 @@ def bench_mlp() -> dict[str, float]:
 
 
 def main(argv: list[str]) -> None:
+    argparse.ArgumentParser(prog="python -m bench jit", description=__doc__.splitlines()[0]).parse_known_args(argv)
     r = bench_replay()
     m = bench_mlp()
     us = 1e6

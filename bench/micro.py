@@ -15,6 +15,7 @@ sub-microsecond cases) with time.perf_counter. The table goes to stdout, then on
 
 from __future__ import annotations
 
+import argparse
 import cProfile
 import gc
 import io
@@ -344,14 +345,16 @@ def report(r: dict[str, float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="python -m bench micro", description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", action="store_true", help="also cProfile one cold kernelize of the chain")
+    args = parser.parse_known_args(sys.argv[1:] if argv is None else argv)[0]  # others' options (--quick) pass
     t0 = time.perf_counter()
     results: dict[str, float] = {}
     results.update(bench_uop_build())
     results.update(bench_rewrite())
     results.update(bench_schedule())
     print(report(results))
-    if "--profile" in argv:
+    if args.profile:
         print("\ncProfile: one cold kernelize of the chain\n")
         print(profile_cold_kernelize())
     print(f"\n(total {time.perf_counter() - t0:.1f} s)")

@@ -48,14 +48,14 @@ def main() -> None:
         p = np.exp(s - s.max())
         worst = max(worst, float(np.abs(out - (p / p.sum()) @ np.concatenate(vals)).max()))
         if i == 1:
-            compiled_after_capture = len(rt._program_cache)
+            compiled_after_capture = rt.stats.programs
     assert step.plan is not None
     print(f"{L} positions, max abs error vs numpy {worst:.2e}")
-    if worst > 1e-4 or len(rt._program_cache) != compiled_after_capture:
+    if worst > 1e-4 or rt.stats.programs != compiled_after_capture:
         raise SystemExit("kv_cache: wrong results or kernels recompiled across positions")
     print(
         f"kernels per step: {step.plan.n_kernels}; compiled after the capture: {compiled_after_capture}, at the end: "
-        f"{len(rt._program_cache)} (no recompiles)"
+        f"{rt.stats.programs} (no recompiles)"
     )
     print(
         f"step time: first {times[0] * 1e3:.1f} ms (compile), capture {times[1] * 1e3:.1f} ms, replays median "

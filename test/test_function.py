@@ -119,11 +119,11 @@ def test_precompiled_body_compiles_once():
         return (x * x).sum()
 
     f(Tensor(rand(8))).realize()
-    n = len(rt._program_cache)
+    n = rt.stats.programs
     for _ in range(3):
         x = rand(8)
         np.testing.assert_allclose(f(Tensor(x)).numpy(), (x * x).sum(), rtol=1e-5)
-    assert len(rt._program_cache) == n
+    assert rt.stats.programs == n
 
 
 def test_nested_functions_and_jit():

@@ -46,9 +46,9 @@ def test_op_matches_numpy_and_compiles_once(name, fn, ref):
         out = fn(a, v.bind(n))
         np.testing.assert_allclose(out.numpy(), ref(A, n), rtol=1e-5, atol=1e-5, err_msg=f"{name} at n={n}")
         if compiled is None:
-            compiled = len(rt._program_cache)
+            compiled = rt.stats.programs
         else:
-            assert len(rt._program_cache) == compiled, f"{name}: a new kernel compiled at n={n}"
+            assert rt.stats.programs == compiled, f"{name}: a new kernel compiled at n={n}"
 
 
 def test_symbolic_shape_prints_and_resolves():
@@ -92,8 +92,8 @@ def test_jit_replays_across_bound_values():
         x = RNG.standard_normal(6).astype(np.float32)
         np.testing.assert_allclose(f(Tensor(x), v.bind(n)).numpy(), (A[:n] * x).sum(0), rtol=1e-5, atol=1e-5)
         if f.plan is not None and compiled is None:
-            compiled = len(rt._program_cache)
-    assert compiled == len(rt._program_cache)
+            compiled = rt.stats.programs
+    assert compiled == rt.stats.programs
 
 
 @pytest.mark.parametrize("in_place", [False, True])
@@ -131,8 +131,8 @@ def test_kv_cache_attention_under_jit(in_place):
         p = np.exp(s - s.max())
         np.testing.assert_allclose(out, (p / p.sum()) @ np.concatenate(vals), rtol=1e-4, atol=1e-5)
         if i == 1:
-            compiled = len(rt._program_cache)
-    assert step.plan is not None and len(rt._program_cache) == compiled
+            compiled = rt.stats.programs
+    assert step.plan is not None and rt.stats.programs == compiled
 
 
 def test_a_bound_variable_as_a_tensor_value_is_default_int():

@@ -121,6 +121,34 @@ def no_gc() -> Iterator[None]:
         gc.enable()
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+_MISSING = object()
+
+
+class LRUCache(dict[K, V]):
+    """A dict of at most limit() entries (limit is read at each store: a knob). get() marks an entry recently used;
+    storing an entry past the limit drops the least recently used ones. Plain reads (`[]`, `in`) do not reorder."""
+
+    def __init__(self, limit: Callable[[], int]) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def get(self, key: K, default: Any = None) -> Any:
+        value = dict.pop(self, key, _MISSING)
+        if value is _MISSING:
+            return default
+        dict.__setitem__(self, key, value)  # to the end: the most recently used
+        return value
+
+    def __setitem__(self, key: K, value: V) -> None:
+        dict.pop(self, key, None)
+        dict.__setitem__(self, key, value)
+        limit = max(1, self.limit())
+        while len(self) > limit:
+            del self[next(iter(self))]
+
+
 @record(frozen=True)
 class Slot:
     """Where leaf `index` sat in a structure flattened by tree_flatten."""
@@ -206,10 +234,14 @@ class _Counters(type):
     its program once, not at every launch)."""
 
     def _fold(cls) -> None:
-        for kernel, n in cls._launched.values():
-            cls._ops += kernel.flops * n
-            cls._mem += kernel.mem * n
-        cls._launched.clear()
+        with _counters_lock:
+            launched = list(cls._launched.values())
+            cls._launched.clear()
+        ops = sum(kernel.flops * n for kernel, n in launched)
+        mem = sum(kernel.mem * n for kernel, n in launched)
+        with _counters_lock:
+            cls._ops += ops
+            cls._mem += mem
 
     @property
     def global_ops(cls) -> int:
@@ -244,6 +276,7 @@ class GlobalCounters(metaclass=_Counters):
     _ops: int = 0
     _mem: int = 0
     _launched: dict[int, list[Any]] = {}  # noqa: RUF012 - id(kernel) -> [kernel, launches]: summed when read
+    LAUNCHED_HELD = 64  # distinct kernels held for the sum at most (counting a kernel's ops once costs ~0.2 ms)
 
     @staticmethod
     def launched(kernel: Any, seconds: float, kernels: int = 1) -> None:
@@ -255,8 +288,12 @@ class GlobalCounters(metaclass=_Counters):
             entry = GlobalCounters._launched.get(id(kernel))
             if entry is None:
                 GlobalCounters._launched[id(kernel)] = [kernel, 1]
+                due = len(GlobalCounters._launched) > GlobalCounters.LAUNCHED_HELD
             else:
                 entry[1] += 1
+                due = False
+        if due:  # summed now (outside the lock: counting may free a Buffer), so kernels do not outlive the caches
+            GlobalCounters._fold()
 
     @staticmethod
     def allocated(nbytes: int) -> None:

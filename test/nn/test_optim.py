@@ -328,12 +328,12 @@ def test_step_is_one_realize_with_a_steady_kernel_count(make, per_param, monkeyp
             loss = loss_of(ours, x, y)
             loss.backward()
             Tensor.realize(loss, *[p.grad for p in opt.params])  # the forward and backward, apart from the step
-            before, progs = rt.stats.kernels, len(rt._program_cache)
+            before, progs = rt.stats.kernels, rt.stats.programs
             monkeypatch.setattr(rt, "realize", counting_realize)
             opt.step()
             monkeypatch.setattr(rt, "realize", real)
             kernels.append(rt.stats.kernels - before)
-            programs.append(len(rt._program_cache) - progs)
+            programs.append(rt.stats.programs - progs)
             sched.step()
             # nothing keeps the step's assigns alive: else every later realize searches its graphs for them
             assert not tensor_module._assigns_done, list(tensor_module._assigns_done)
@@ -732,9 +732,9 @@ def test_jitted_step_with_schedules_matches_eager_and_torch():
         losses, programs = [], []
         for i in range(8):
             x, y = batch(i)
-            before = len(rt._program_cache)
+            before = rt.stats.programs
             losses.append(fn(Tensor(x), Tensor(y)).item())
-            programs.append(len(rt._program_cache) - before)
+            programs.append(rt.stats.programs - before)
             sched.step()
         return ours, opt, losses, programs
 

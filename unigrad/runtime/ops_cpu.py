@@ -13,6 +13,7 @@ import pathlib
 import platform
 import shutil
 import tempfile
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -229,18 +230,47 @@ class CCompiler(Compiler):
         return out
 
 
+@functools.cache
+def _loader() -> tuple[Any, Any]:
+    """The dynamic loader's dlsym and dlclose (in the C library, or the libdl the interpreter links)."""
+    libc = ctypes.CDLL(None)
+    dlsym, dlclose = libc.dlsym, libc.dlclose
+    dlsym.argtypes, dlsym.restype = [ctypes.c_void_p, ctypes.c_char_p], ctypes.c_void_p
+    dlclose.argtypes, dlclose.restype = [ctypes.c_void_p], ctypes.c_int
+    return dlsym, dlclose
+
+
+def _symbol(lib: ctypes.CDLL, name: str) -> int:
+    """The address of a kernel's function in its loaded shared object."""
+    address = _loader()[0](lib._handle, name.encode())
+    if not address:
+        raise RuntimeError(f"CPU device: {lib._name} has no function {name!r}")
+    return address
+
+
+def _unload(handle: int) -> None:
+    """Close a kernel's shared object (the loader unmaps it when no other handle to it is open)."""
+    _loader()[1](handle)
+
+
 class CPUProgram:
-    """A compiled kernel. One with a THREAD axis runs through the worker pool: one dispatch, one chunk per core."""
+    """A compiled kernel. One with a THREAD axis runs through the worker pool: one dispatch, one chunk per core.
+
+    Its shared object is closed (unmapped) as soon as nothing can call into it: the program, and every function
+    prepare() made, hold the library. The functions are made from the symbols' addresses: one a CDLL hands out
+    refers to itself (a cycle only the collector frees), so a program the runtime's bounded cache dropped would keep
+    its library mapped until a full collection."""
 
     def __init__(self, name: str, lib_path: pathlib.Path, sig: KernelSignature):
         self.lib = ctypes.CDLL(str(lib_path))
-        self.fxn = getattr(self.lib, name)
-        self.fxn.argtypes = [ctypes.c_void_p] * len(sig.buffers) + [ctypes.c_int64] * len(sig.variables)
-        self.fxn.restype = None
+        weakref.finalize(self.lib, _unload, self.lib._handle).atexit = False
+        args = [ctypes.c_void_p] * len(sig.buffers) + [ctypes.c_int64] * len(sig.variables)
+        self.fxn = ctypes.CFUNCTYPE(None, *args)(_symbol(self.lib, name))
+        self.fxn.lib = self.lib  # whoever holds the function holds its library
         self.sig = sig
         self.slots = [slot for slot, _ in sig.buffers]
         if sig.threads:
-            self.entry = ctypes.cast(getattr(self.lib, f"{name}_entry"), ctypes.c_void_p)
+            self.entry = ctypes.c_void_p(_symbol(self.lib, f"{name}_entry"))
             self.pool = pool(n_threads())
             self.ptrs_t = ctypes.c_void_p * max(1, len(sig.buffers))
             self.vals_t = ctypes.c_longlong * max(1, len(sig.variables))
@@ -262,7 +292,7 @@ class CPUProgram:
         fill = [(i, slot) for i, s in enumerate(self.slots) for pos, slot in holes if s == pos]
         names = self.sig.variables
         if self.sig.threads:
-            run, entry, threads = self.pool.pool_run, self.entry, self.sig.threads
+            run, program, threads = self.pool.pool_run, self, self.sig.threads  # the program: its library stays open
             ptrs, vals = self.ptrs_t(*args), self.vals_t()
 
             def threaded(inputs: list[Any], var_vals: dict[str, int]) -> None:
@@ -270,7 +300,7 @@ class CPUProgram:
                     ptrs[i] = inputs[slot].handle[1]
                 for j, v in enumerate(names):
                     vals[j] = var_vals[v]
-                run(entry, ptrs, vals, threads)
+                run(program.entry, ptrs, vals, threads)
 
             return threaded
         fxn = self.fxn

@@ -18,9 +18,10 @@ from typing import Any
 
 from unigrad import config
 from unigrad.dtype import DType
-from unigrad.helpers import GlobalCounters, no_gc, record
+from unigrad.helpers import GlobalCounters, LRUCache, no_gc, record
 from unigrad.ir.args import AddrSpace, BufferArg
 from unigrad.ir.ops import Ops
+from unigrad.ir.persist import loads
 from unigrad.ir.spec import (
     verify_expanded,
     verify_function,
@@ -50,9 +51,9 @@ precompiled: weakref.WeakSet[UOp] = weakref.WeakSet()  # FUNCTIONs of @function(
 # called with a kernel's buffers right after it ran (and after a TinyJit capture noted it): DDP starts a bucket's
 # all-reduce as soon as the kernel writing its last gradient ran, while the rest of the backward runs
 after_kernel: list[Callable[[list[Buffer]], None]] = []
-SCHEDULE_CACHE_SIZE = 1024
-_schedule_cache: dict[tuple[UOp, str], UOp] = {}
-_program_cache: dict[tuple[str, UOp, int, int, int], CompiledKernel] = {}
+# bounded, least recently used out: a program holds its LINEAR and a loaded library, a schedule its graphs
+_schedule_cache: LRUCache[tuple[UOp, str], CachedSchedule] = LRUCache(lambda: config.SCHEDULE_CACHE.value)
+_program_cache: LRUCache[tuple, CompiledKernel] = LRUCache(lambda: config.PROGRAM_CACHE.value)
 _saved_schedules = disk_cache.DiskCache("schedules")
 
 
@@ -60,7 +61,8 @@ _saved_schedules = disk_cache.DiskCache("schedules")
 class Stats:
     """Counters for tests and DEBUG output."""
 
-    kernels: int = 0
+    kernels: int = 0  # launches
+    programs: int = 0  # programs built (compiled, or found in the compiler's cache, and loaded)
     last_kernels: list[UOp] = field(default_factory=list)
 
 
@@ -171,8 +173,6 @@ def _schedule(body: UOp, args: tuple[UOp, ...], device: str) -> CachedSchedule:
     key = (body, device)
     cs = _schedule_cache.get(key)
     if cs is None:
-        if len(_schedule_cache) >= SCHEDULE_CACHE_SIZE:  # drop the oldest entry: graphs stay collectable
-            del _schedule_cache[next(iter(_schedule_cache))]
         cs = _schedule_cache[key] = _load_or_build_schedule(body, args, device)
         # its kernels are compiled now, in parallel (those whose first buffer is on this device: the others later)
         steps = cs.steps if cs.steps is not None else _plan(cs.body)[0]
@@ -336,12 +336,14 @@ class CompiledKernel:
 
     def _counted(self) -> tuple[int, int]:
         if self._stats is None:
+            graph = self.lowered.graph  # an encoded LINEAR (from the disk cache) is decoded to count, not kept
+            linear = graph if isinstance(graph, UOp) else loads(graph)
             mem = sum(
                 u.shape[0] * u.dtype.itemsize
-                for u in self.linear.src
+                for u in linear.src
                 if u.op is Ops.PARAM and u.arg.addrspace is AddrSpace.GLOBAL and isinstance(u.shape[0], int)
             )
-            self._stats = (_count(self.linear), mem)
+            self._stats = (_count(linear), mem)
         return self._stats
 
 
@@ -446,6 +448,7 @@ def _optimize_and_lower(device: str, ast: UOp, target: Target) -> Lowered:
 def _build_kernel(key: tuple, device: str, lowered: Lowered) -> CompiledKernel:
     """Compile (or find in the compiler's cache) and load a lowered kernel; cached under `key`."""
     ck = _program_cache[key] = load_kernel(device, lowered)
+    stats.programs += 1
     return ck
 
 
