@@ -111,7 +111,7 @@ def main():
     torch.manual_seed(1111)
     vocab = Vocabulary()
     train_data = batchify(tokenize(vocab, corpus(1, 64)), 8)
-    val_data = batchify(tokenize(vocab, corpus(2, 24)), 4)
+    val_data = batchify(tokenize(vocab, corpus(2, 24)), 8)
     ntokens, bptt, clip = len(vocab), 6, 0.25
     model = RNNModel(ntokens, 16, 32, 1, dropout=0.1)
     criterion = nn.NLLLoss()
