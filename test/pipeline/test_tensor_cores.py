@@ -281,3 +281,10 @@ def test_tensor_core_kernels_compile_to_cubin(arch, dt, mnk):
     t = "f16" if dt is F16 else "bf16"
     assert f"mma.sync.aligned.m16n8k16.row.col.f32.{t}.{t}.f32" in src, src
     assert all(nvrtc.cubin_sm(ck.program.binary) == int(arch[3:]) for ck in cks)
+
+
+def test_tc_opt_round_trips_through_beam_json():
+    from unigrad.runtime.beam import opt_from_json, opt_to_json
+
+    for opt in (Opt(OptOps.TC, 2, TCArg()), Opt(OptOps.TC, 1, TCArg(1, False)), Opt(OptOps.TC, 0, None)):
+        assert opt_from_json(opt_to_json(opt)) == opt

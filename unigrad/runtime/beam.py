@@ -34,6 +34,7 @@ from unigrad.ir.text import structure
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize import Opt, OptError, OptOps, Target, apply_opts, axes, optimize
 from unigrad.pipeline.optimize.opts import bound
+from unigrad.pipeline.optimize.tensor_cores import TCArg
 from unigrad.runtime import Buffer, Device, Lowered, disk_cache
 
 CACHE_VERSION = 3  # bump when the search changes what it would choose or the entries' layout (3: sealed)
@@ -239,8 +240,12 @@ def save_opts(key: str, opts: tuple[Opt, ...]) -> None:
 
 
 def opt_to_json(opt: Opt) -> list:
-    """Opt -> [op, axis, arg], a SPLIT's arg as [k, axis type name, top]."""
-    arg = [opt.arg[0], opt.arg[1].name, opt.arg[2]] if opt.op is OptOps.SPLIT else opt.arg
+    """Opt -> [op, axis, arg], a SPLIT's arg as [k, axis type name, top], a TC's TCArg as [tc, pad]."""
+    arg = opt.arg
+    if opt.op is OptOps.SPLIT:
+        arg = [opt.arg[0], opt.arg[1].name, opt.arg[2]]
+    elif opt.op is OptOps.TC and isinstance(opt.arg, TCArg):
+        arg = [opt.arg.tc, opt.arg.pad]
     return [opt.op.name, opt.axis, arg]
 
 
@@ -248,4 +253,6 @@ def opt_from_json(value: list) -> Opt:
     op, axis, arg = value
     if op == OptOps.SPLIT.name:
         arg = (int(arg[0]), AxisType[arg[1]], bool(arg[2]))
+    elif op == OptOps.TC.name and arg is not None:
+        arg = TCArg(arg[0], bool(arg[1]))
     return Opt(OptOps[op], axis, arg)
