@@ -27,6 +27,7 @@ import os
 import pathlib
 import time
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from unigrad import config
@@ -217,3 +218,33 @@ class DiskCache:
         except OSError:
             return
         note_written(self.folder(), ".pkl", len(data) + SEAL_BYTES)
+
+
+class BinaryCache:
+    """A device compiler's binaries by key (the key names all that decides the binary: source, device, driver or
+    compiler version, options): sealed files CACHEDIR/<folder>/<key><suffix>, bounded like every cache folder; while
+    the disk cache is off (DISABLE_COMPILER_CACHE), the last `memory` binaries in this process."""
+
+    def __init__(self, folder: str, suffix: str, memory: int = 256) -> None:
+        self.folder, self.suffix, self.memory = folder, suffix, memory
+        self._memory: dict[str, bytes] = {}
+
+    def get(self, key: str, build: Callable[[], bytes], fresh: bool = False) -> bytes:
+        """The binary under `key`: cached, or `build()` now and cached (fresh=True: built now, replacing it)."""
+        if config.DISABLE_COMPILER_CACHE.value:
+            if fresh or (binary := self._memory.get(key)) is None:
+                binary = self._memory[key] = build()
+                if len(self._memory) > self.memory:
+                    del self._memory[next(iter(self._memory))]  # the oldest
+            return binary
+        folder = pathlib.Path(config.CACHEDIR.value) / self.folder
+        path = folder / f"{key}{self.suffix}"
+        if not fresh and (binary := read_sealed(path, key)) is not None:  # a damaged one is removed and rebuilt
+            return binary
+        binary = build()
+        try:
+            write_atomic(path, seal(key, binary))
+            note_written(folder, self.suffix, len(binary) + SEAL_BYTES)
+        except OSError:  # an unwritable cache: built every time, still correct
+            pass
+        return binary

@@ -20,7 +20,6 @@ import ctypes
 import functools
 import hashlib
 import math
-import pathlib
 import re
 from typing import Any
 
@@ -28,7 +27,7 @@ import numpy as np
 
 from unigrad import config
 from unigrad.dtype import DType, dtypes
-from unigrad.helpers import record, write_atomic
+from unigrad.helpers import record
 from unigrad.pipeline.optimize.opts import Target
 from unigrad.render.cstyle import KernelSignature
 from unigrad.render.opencl import OpenCLLanguage
@@ -250,7 +249,7 @@ class CLCompiler(Compiler):
         self.ctx, self.info = ctx, ctx.info
         self.options = build_options(ctx.info)
         self.compiles = 0  # builds from source (cache misses)
-        self._memory: dict[str, bytes] = {}  # binaries built while the disk cache is off (the last MEMORY_ENTRIES)
+        self.cache = disk_cache.BinaryCache("cl", ".bin", MEMORY_ENTRIES)
 
     def key(self, src: str) -> str:
         """The cache entry of `src` on this device: a new driver, device or option set gives another one."""
@@ -260,25 +259,7 @@ class CLCompiler(Compiler):
 
     def compile(self, src: str, fresh: bool = False) -> bytes:
         """The binary of `src`: from the cache, or built now (fresh=True: built now, replacing the cached one)."""
-        k = self.key(src)
-        if config.DISABLE_COMPILER_CACHE.value:
-            if fresh or (binary := self._memory.get(k)) is None:
-                binary = self._memory[k] = self.build(src)
-                if len(self._memory) > MEMORY_ENTRIES:
-                    del self._memory[next(iter(self._memory))]  # the oldest
-            return binary
-        folder = pathlib.Path(config.CACHEDIR.value) / "cl"
-        path = folder / f"{k}.bin"
-        if not fresh:
-            if (binary := disk_cache.read_sealed(path, k)) is not None:  # a damaged one is removed and built again
-                return binary
-        binary = self.build(src)
-        try:
-            write_atomic(path, disk_cache.seal(k, binary))
-            disk_cache.note_written(folder, ".bin", len(binary) + disk_cache.SEAL_BYTES)
-        except OSError:  # an unwritable cache: built every time, still correct
-            pass
-        return binary
+        return self.cache.get(self.key(src), lambda: self.build(src), fresh)
 
     def build(self, src: str) -> bytes:
         """Build `src` now (no cache) and return its binary."""

@@ -23,7 +23,6 @@ import ctypes
 import functools
 import hashlib
 import math
-import pathlib
 import re
 import threading
 from typing import Any
@@ -32,7 +31,7 @@ import numpy as np
 
 from unigrad import config
 from unigrad.dtype import DType
-from unigrad.helpers import record, write_atomic
+from unigrad.helpers import record
 from unigrad.pipeline.optimize.opts import Target
 from unigrad.render.cstyle import KernelSignature
 from unigrad.render.cuda import CUDALanguage, tensor_cores_for
@@ -138,7 +137,7 @@ class CUDACompiler(Compiler):
         self.nv, self.arch = nv, arch
         self.options = [f"--gpu-architecture={arch}", *OPTIONS]
         self.compiles = 0  # compiles from source (cache misses)
-        self._memory: dict[str, bytes] = {}  # CUBINs compiled while the disk cache is off (the last MEMORY_ENTRIES)
+        self.cache = disk_cache.BinaryCache("cuda", ".cubin", MEMORY_ENTRIES)
 
     def key(self, src: str) -> str:
         """The cache entry of `src`: another NVRTC version, architecture or option set gives another one."""
@@ -147,24 +146,7 @@ class CUDACompiler(Compiler):
 
     def compile(self, src: str) -> bytes:
         """The CUBIN of `src`: from the cache, or compiled now."""
-        k = self.key(src)
-        if config.DISABLE_COMPILER_CACHE.value:
-            if (binary := self._memory.get(k)) is None:
-                binary = self._memory[k] = self.build(src)
-                if len(self._memory) > MEMORY_ENTRIES:
-                    del self._memory[next(iter(self._memory))]  # the oldest
-            return binary
-        folder = pathlib.Path(config.CACHEDIR.value) / "cuda"
-        path = folder / f"{k}.cubin"
-        if (binary := disk_cache.read_sealed(path, k)) is not None:  # a damaged one is removed and built again
-            return binary
-        binary = self.build(src)
-        try:
-            write_atomic(path, disk_cache.seal(k, binary))
-            disk_cache.note_written(folder, ".cubin", len(binary) + disk_cache.SEAL_BYTES)
-        except OSError:  # an unwritable cache: compiled every time, still correct
-            pass
-        return binary
+        return self.cache.get(self.key(src), lambda: self.build(src))
 
     def build(self, src: str) -> bytes:
         """Compile `src` now (no cache)."""
