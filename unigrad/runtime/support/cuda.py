@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+from unigrad.runtime.support import load_first
 import functools
 from typing import Any
 
@@ -108,14 +109,7 @@ class CudaError(RuntimeError):
 @functools.cache
 def lib(names: tuple[str, ...] = LIBRARIES) -> Any:
     """The CUDA driver library, its functions typed from SIGNATURES under their plain names (loaded once)."""
-    for name in names:
-        path = ctypes.util.find_library(name) if "." not in name else name
-        if path is None:
-            continue
-        try:
-            cdll = ctypes.CDLL(path)
-        except OSError:
-            continue
+    if (cdll := load_first(names)) is not None:
         for fn, (symbol, argtypes) in SIGNATURES.items():
             f = getattr(cdll, symbol, None) or getattr(cdll, symbol.removesuffix("_v2"))
             f.restype, f.argtypes = INT, argtypes

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+from unigrad.runtime.support import load_first
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -156,14 +157,7 @@ class CLError(RuntimeError):
 @functools.cache
 def lib(names: tuple[str, ...] = LIBRARIES) -> ctypes.CDLL:
     """The OpenCL ICD loader, its functions typed from SIGNATURES (loaded once; OpenCLMissing when absent)."""
-    for name in names:
-        path = ctypes.util.find_library(name) if "." not in name else name
-        if path is None:
-            continue
-        try:
-            cdll = ctypes.CDLL(path)
-        except OSError:
-            continue
+    if (cdll := load_first(names)) is not None:
         for fn, (restype, argtypes) in SIGNATURES.items():
             f = getattr(cdll, fn)
             f.restype, f.argtypes = restype, argtypes
