@@ -49,7 +49,7 @@ def _knob(name: str, typ: type, default: Any, help: str) -> Knob:
     return k
 
 
-DEBUG = _knob("DEBUG", int, 0, "1 kernels per realize + schedule time; 2 per-kernel time; 3 opts; 4 source; 5 graphs")
+DEBUG = _knob("DEBUG", int, 0, "1 kernels, ops, us/op per realize and step; 2 per kernel; 3 opts; 4 source; 5 graphs")
 DEVICE = _knob("DEVICE", str, "CPU", "default device (CPU, PYTHON, CL, CUDA, NULL)")
 CACHEDIR = _knob(
     "CACHEDIR", str, str(pathlib.Path.home() / ".cache" / "unigrad"), "directory of the on-disk compile cache"

@@ -36,7 +36,7 @@ def test_issue_example_prints_11_from_a_generated_kernel():
 def test_debug_levels():
     code = "from unigrad import Tensor; (Tensor([1.0,2.0,3.0]) * 2).sum().realize()"
     out1 = run_py(code, DEBUG="1").stdout
-    assert "kernelize:" in out1 and "scheduled in" in out1 and "ran 1 kernels" in out1
+    assert "kernelize:" in out1 and "scheduled in" in out1 and "realize: 1 kernels for" in out1 and "us/op" in out1
     out2 = run_py(code, DEBUG="2").stdout
     assert "GFLOP/s" in out2 and "GB/s" in out2 and "r_3" in out2
     out3 = run_py(code, DEBUG="3").stdout
@@ -250,3 +250,29 @@ def test_a_new_schedule_builds_all_its_kernels_before_running(monkeypatch):
     ref = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
     np.testing.assert_allclose(out, (ref[:, None] * b[None, :]).max(0), rtol=1e-4, atol=1e-6)
     assert len(built) >= 2 and ran_before_build and ran_before_build[0] == len(built)  # all built before the first ran
+
+
+def test_debug_lines_report_kernels_ops_and_steps(capsys):
+    """DEBUG=1: a line per realize (kernels, tensor ops, eager overhead per op) and one per optimizer step (totals)."""
+    import re
+
+    from unigrad.nn import optim
+
+    w = Tensor(np.ones((4, 3), np.float32), requires_grad=True)
+    opt = optim.SGD([w], lr=0.1)
+    x = Tensor(np.arange(8, dtype=np.float32).reshape(2, 4))
+    with Context(DEBUG=1), Tensor.train():
+        rt.end_step()  # totals from before this test: printed and dropped
+        capsys.readouterr()
+        opt.zero_grad()
+        loss = (x @ w).relu().sum()
+        loss.backward()
+        before = rt.stats.kernels
+        opt.step()
+        ran = rt.stats.kernels - before
+    out = capsys.readouterr().out
+    lines = re.findall(r"realize: (\d+) kernels for (\d+) ops: .* = ([\d.]+) us/op", out)
+    steps = re.findall(r"step: (\d+) kernels in (\d+) realizes for (\d+) ops", out)
+    assert lines and len(steps) == 1, out
+    assert int(lines[-1][0]) == ran and int(lines[-1][1]) > 0
+    assert int(steps[0][0]) == sum(int(k) for k, _, _ in lines) and int(steps[0][1]) == len(lines)

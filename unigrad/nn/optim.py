@@ -49,6 +49,7 @@ from unigrad.nn.lr_scheduler import (
     SequentialLR,
     StepLR,
 )
+from unigrad.runtime.realize import end_step
 from unigrad.tensor import Tensor
 
 __all__ = [
@@ -328,6 +329,7 @@ class Optimizer:
         loss = closure() if closure is not None else None
         extra = [loss] if isinstance(loss, Tensor) else []
         Tensor.realize(*extra, *self.schedule_step())
+        end_step()  # DEBUG=1: the step's kernels and eager overhead
         return loss
 
     def schedule_step(self) -> list[Tensor]:

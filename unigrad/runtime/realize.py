@@ -538,9 +538,71 @@ def _run_all(steps: list[tuple[UOp, list[Buffer]]], var_vals: dict[str, int]) ->
     run_steps(steps, lambda ast, bufs: _run(ast, bufs, var_vals), inline=jit.capturing() is not None)
 
 
+@record
+class StepTotals:
+    """What DEBUG=1 reports per step (an optimizer's step() ends one): realizes, kernels, tensor ops, seconds in
+    kernels and seconds of Python around them (graph building since the previous realize, scheduling, launching)."""
+
+    realizes: int = 0
+    kernels: int = 0
+    ops: int = 0
+    kernel_s: float = 0.0
+    python_s: float = 0.0
+    last_end: float = 0.0  # perf_counter when the previous realize ended (0: none yet)
+
+    def add(self, kernels: int, ops: int, kernel_s: float, python_s: float) -> None:
+        self.realizes += 1
+        self.kernels += kernels
+        self.ops += ops
+        self.kernel_s += kernel_s
+        self.python_s += python_s
+
+    def reset(self) -> None:
+        self.realizes = self.kernels = self.ops = 0
+        self.kernel_s = self.python_s = 0.0
+
+
+_step = StepTotals()
+_NOT_OPS = frozenset({Ops.CONST, Ops.STACK, Ops.BUFFER, Ops.PARAM, Ops.SINK, Ops.AFTER})  # leaves and shapes
+
+
+def _tensor_ops(uops: list[UOp]) -> int:
+    """Nodes of the tensor graphs that compute (ops, movements, reductions), not the realized buffers below them."""
+    roots = UOp(Ops.SINK, tuple(uops)).toposort(gate=lambda x: not is_buffer_input(x))
+    return sum(1 for u in roots if u.op not in _NOT_OPS)
+
+
+def _debug_realize(uops: list[UOp], t0: float, kernel_s0: float) -> None:
+    """DEBUG=1's line per realize: kernels, tensor ops, and the eager overhead per op (the Python since the previous
+    realize ended, graph building included, less the time in kernels)."""
+    end = time.perf_counter()
+    ops, kernels = _tensor_ops(uops), len(stats.last_kernels)
+    kernel_s = GlobalCounters.time_sum_s - kernel_s0
+    python_s = (end - (_step.last_end or t0)) - kernel_s
+    _step.last_end = end
+    _step.add(kernels, ops, kernel_s, python_s)
+    print(
+        f"realize: {kernels} kernels for {ops} ops: kernels {kernel_s * 1e3:.2f} ms, Python {python_s * 1e3:.2f} ms "
+        f"(schedule+launch {(end - t0 - kernel_s) * 1e3:.2f} ms) = {python_s * 1e6 / max(ops, 1):.1f} us/op"
+    )
+
+
+def end_step() -> None:
+    """DEBUG=1: print the totals of the step that ends here (an optimizer's step() calls it) and start the next."""
+    s = _step
+    if config.DEBUG >= 1 and s.realizes:
+        print(
+            f"step: {s.kernels} kernels in {s.realizes} realizes for {s.ops} ops: kernels {s.kernel_s * 1e3:.2f} ms, "
+            f"Python {s.python_s * 1e3:.2f} ms = {s.python_s * 1e6 / max(s.ops, 1):.1f} us/op"
+        )
+    _step.reset()
+
+
 def realize(uops: list[UOp], device: str) -> list[UOp]:
     """Kernelize and run; returns UOps that are views of concrete, filled BUFFERs. When every input is a filled
     buffer the cached schedule's plan runs straight on the buffers (no CALL graph is built and walked)."""
+    if config.DEBUG >= 1:
+        t0, kernel_s0 = time.perf_counter(), GlobalCounters.time_sum_s
     with no_gc():
         cs, mapping, var_vals, plain = _instantiate(uops, device, share=True)
         stats.last_kernels = []
@@ -554,5 +616,5 @@ def realize(uops: list[UOp], device: str) -> list[UOp]:
             out = _launches(cs.body, mapping)
             outs = run_pending(list(out.src), var_vals)
         if config.DEBUG >= 1:
-            print(f"realize: ran {len(stats.last_kernels)} kernels")
+            _debug_realize(uops, t0, kernel_s0)
         return outs
