@@ -42,7 +42,7 @@ from unigrad import config
 from unigrad.dtype import DType, dtypes
 from unigrad.runtime import Device, to_numpy_dtype
 from unigrad.runtime import realize as rt
-from unigrad.tensor import Tensor, realize_readers
+from unigrad.tensor import Tensor, _assign_owner, realize_readers
 
 __all__ = [
     "Backend",
@@ -298,6 +298,8 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
 
 def _group(g: ProcessGroup | None) -> ProcessGroup | None:
     """The group an op runs on (default: WORLD); None where this rank is not a member."""
+    if g is None and _state.world is not None:  # the common case first: every collective asks
+        return _state.world
     world = _world()
     if g is None or g is GroupMember.WORLD:
         return world
@@ -538,6 +540,9 @@ def _run(work: Work, async_op: bool) -> Work | None:
 # A host-addressable buffer's memory as a typed numpy array, per BUFFER UOp: made once (the UOp keeps the buffer alive,
 # so the array stays valid while the entry lives); a collective on the same tensor again skips the lookups.
 _host_arrays: weakref.WeakKeyDictionary[Any, np.ndarray] = weakref.WeakKeyDictionary()
+# the same per tensor UOp of a whole realized tensor (a BUFFER, or a reshape of one: immutable, so always the same
+# memory): a collective on it again skips contiguous_view and the lookups (the readers are still realized first)
+_whole_arrays: weakref.WeakKeyDictionary[Any, np.ndarray] = weakref.WeakKeyDictionary()
 
 
 class _Host:
@@ -546,6 +551,20 @@ class _Host:
     through a float32 copy made and cast back by kernels."""
 
     def __init__(self, t: Tensor, op: str, writes: bool, arith: bool = False) -> None:
+        whole = _whole_arrays.get(t.uop) if isinstance(t, Tensor) else None
+        if whole is not None and not _assign_owner:  # seen before, no write through another view pending
+            if writes:
+                realize_readers(t)
+            self.tensor, self.writes, self.widened, self.whole, self.view, self.copied = (
+                t,
+                writes,
+                False,
+                True,
+                t,
+                False,
+            )
+            self.base, self.array, self.dtype = rt._base(t.uop), whole, t.dtype
+            return
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: expected a unigrad Tensor, got {type(t).__name__}")
         if isinstance(t.device, tuple):
@@ -573,6 +592,8 @@ class _Host:
                 array = allocator.copyout(buf.handle, buf.dtype, buf.size)
             else:
                 array = _host_arrays[base] = raw.view(to_numpy_dtype(buf.dtype))
+        if self.whole and not self.copied and not self.widened:
+            _whole_arrays[t.uop] = array
         self.base, self.array = base, array
         self.dtype: DType = view.dtype
 
@@ -595,14 +616,10 @@ class _Host:
 
 def _mpi_op(op: Any, dt: DType, what: str) -> Any:
     """MPI's reduction for a ReduceOp on a dtype (float16 and the like reduce in float32), or a TypeError."""
-    if not isinstance(op, ReduceOp):
-        return _find_mpi_op(op, dt, what)  # raises
-    if dt in _HALF_TYPES:
-        dt = dtypes.float32
-    key = (op, dt)
-    found = _mpi_ops.get(key)
+    found = _mpi_ops.get((op, dt)) if isinstance(op, ReduceOp) else None
     if found is None:
-        found = _mpi_ops[key] = _find_mpi_op(op, dt, what)
+        found = _find_mpi_op(op, dtypes.float32 if dt in _HALF_TYPES else dt, what)  # raises where there is none
+        _mpi_ops[(op, dt)] = found
     return found
 
 
@@ -692,7 +709,11 @@ def all_reduce(
     mpi_op = _mpi_op(op, tensor.dtype, "all_reduce")
     _check("all_reduce", g, tensor)
     host = _Host(tensor, "all_reduce", writes=True, arith=True)
-    finish = _divide_after(host, g.size()) if op is ReduceOp.AVG else host.commit
+    finish = _divide_after(host, g._size) if op is ReduceOp.AVG else host.commit
+    if not async_op:  # the latency path: nothing between the checks and MPI's call but the watchdog's two writes
+        _blocking("all_reduce", g, g.comm.Allreduce, _state.MPI.IN_PLACE, host.array, mpi_op)
+        finish()
+        return None
     args = (_state.MPI.IN_PLACE, host.array, mpi_op)
     return _collective("all_reduce", g, "Allreduce", args, host, finish, [tensor], async_op)
 
