@@ -131,6 +131,24 @@ def collectives() -> None:
         sw.wait()
         assert src == (r - 1) % n, src
         check("send/recv ring", got.numpy(), np.full(4, float((r - 1) % n)))
+    # an async op's wait(timeout=) raises DistBackendError (catchable) and the op can still finish: rank 1 sends
+    # only after rank 0's first wait timed out (the barrier orders them)
+    if n > 1:
+        got = Tensor.zeros(4).contiguous().realize()
+        if r == 0:
+            w = dist.irecv(got, src=1, tag=9)
+            try:
+                w.wait(timeout=0.2)
+                raise AssertionError("an async wait did not time out")
+            except dist.DistBackendError as e:
+                assert "recv" in str(e) and "not completed after 0.2 s" in str(e), e
+            dist.barrier()
+            assert w.wait() and w.is_completed()
+            check("recv after a timed-out wait", got.numpy(), np.full(4, 7.0))
+        else:
+            dist.barrier()
+            if r == 1:
+                dist.send(Tensor(np.full(4, 7.0, np.float32)), dst=0, tag=9)
     # errors: the same on every rank, no hang
     if n > 1:
         try:
