@@ -13,10 +13,14 @@ Two parts, each an MPI job this module starts itself (`python -m unigrad.distrib
   2. ddp         one Adam training step of the digits MLP (64 -> 128 -> 10) and of the small CNN (conv 1 -> 16, 3x3,
                  maxpool, linear 256 -> 10), global batch 128: DistributedDataParallel on 2 ranks (64 samples each,
                  one core each) against one process of one core taking the whole batch (a third job, no mpirun).
-                 Scaling efficiency = DDP samples/s / (2 x one process's). DDP's own timers split each step's
-                 reduction: `exposed` is the time backward() spent waiting for the all-reduces after the last bucket
-                 started; `all-reduce` is a blocking all-reduce of the same bucket sizes timed alone; what the step
-                 did not wait for of it is `overlapped` (all-reduce - exposed, at least 0).
+                 Scaling efficiency = DDP samples/s / (2 x one process's). Both models fit torch's first 1 MB bucket
+                 (one all-reduce, which can start only after the whole backward); the MLP in 4 KB buckets
+                 (mlp_small_buckets: 2) shows the overlap. DDP's own timers split each step's reduction: `exposed` is
+                 the time backward() waited for the all-reduces after its schedule ended (it includes waiting for
+                 the other rank to arrive); `all-reduce` is a blocking all-reduce of the same bucket sizes timed
+                 alone; what the step did not wait for of it is `overlapped` (all-reduce - exposed, at least 0);
+                 `kernels after 1st start` counts the backward's kernels that ran while a bucket's all-reduce was
+                 already in flight.
 
 Every timed step or round runs after warm-up (compiles, caches); medians are printed with the 1-minute load average
 of the machine before and after (on a shared 2-core machine the ranks' spin-waits are sensitive to any other load:
@@ -44,6 +48,10 @@ RANKS = 2
 SIZES = [1 << k for k in range(10, 29, 2)]  # 1 KB, 4 KB, ..., 256 MB
 QUICK_MAX = 16 << 20
 GLOBAL_BATCH = 128
+# (model, bucket_cap_mb): torch's default buckets (the digits models fit the first 1 MB bucket: one all-reduce, after
+# the whole backward, nothing to overlap), and the MLP in 4 KB buckets (2: the last layer's, the first layer's; the
+# last layer's all-reduce can start while the first layer's gradient kernels run)
+DDP_CASES = [("mlp", None), ("cnn", None), ("mlp_small_buckets", 0.004)]
 BUSY_LOADAVG = 0.5
 
 
@@ -52,17 +60,28 @@ def loadavg() -> float:
 
 
 # ---------------------------------------------------------------------------------------------- inside the MPI jobs
-def _rounds(calls: dict[str, Callable[[], None]], reps: int, rounds: int, barrier: Callable[[], None]) -> dict:
-    """Median seconds per call of each entry, the entries interleaved round by round (a barrier before each)."""
+def _rounds(
+    calls: dict[str, Callable[[], None]],
+    reps: int,
+    rounds: int,
+    barrier: Callable[[], None],
+    settings: dict[str, dict[str, Any]] | None = None,
+) -> dict:
+    """Seconds per call of each entry, the entries interleaved round by round (a barrier before each; an entry's
+    `settings` are a Context around its round): the median round's under the entry's name, the fastest round's under
+    name + "_min"."""
+    from unigrad import Context
+
     times: dict[str, list[float]] = {k: [] for k in calls}
     for _ in range(rounds):
         for name, call in calls.items():
-            barrier()
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                call()
-            times[name].append((time.perf_counter() - t0) / reps)
-    return {k: statistics.median(v) for k, v in times.items()}
+            with Context(**(settings or {}).get(name, {})):
+                barrier()
+                t0 = time.perf_counter()
+                for _ in range(reps):
+                    call()
+                times[name].append((time.perf_counter() - t0) / reps)
+    return {k: statistics.median(v) for k, v in times.items()} | {f"{k}_min": min(v) for k, v in times.items()}
 
 
 def worker_allreduce(quick: bool) -> dict[str, Any]:
@@ -70,7 +89,7 @@ def worker_allreduce(quick: bool) -> dict[str, Any]:
     from mpi4py import MPI
 
     import unigrad.distributed as dist
-    from unigrad import Context, Tensor
+    from unigrad import Tensor
 
     dist.init_process_group("mpi")
     comm, n, rank = MPI.COMM_WORLD, dist.get_world_size(), dist.get_rank()
@@ -87,17 +106,14 @@ def worker_allreduce(quick: bool) -> dict[str, Any]:
         reps = max(1, min(1000, (4 << 20) // nbytes))  # about 4 MB moved per round at most... at least one call
         rounds = 7 if nbytes < (64 << 20) else 3
 
-        def unchecked(x: Tensor = x) -> None:
-            with Context(DIST_CHECK=0):
-                dist.all_reduce(x)
-
         calls = {
             "mpi4py": lambda a=a: comm.Allreduce(MPI.IN_PLACE, a, MPI.SUM),
             "unigrad": lambda x=x: dist.all_reduce(x),
-            "unigrad_nocheck": unchecked,
+            "unigrad_nocheck": lambda x=x: dist.all_reduce(x),
         }
-        _rounds(calls, max(1, reps // 10), 1, comm.Barrier)  # warm-up
-        med = _rounds(calls, reps, rounds, comm.Barrier)
+        settings = {"unigrad_nocheck": {"DIST_CHECK": 0}}
+        _rounds(calls, max(1, reps // 10), 1, comm.Barrier, settings)  # warm-up
+        med = _rounds(calls, reps, rounds, comm.Barrier, settings)
         out["sizes"].append({"bytes": nbytes, **{f"{k}_s": v for k, v in med.items()}})
         del a, x
     dist.destroy_process_group()
@@ -140,11 +156,12 @@ def worker_ddp(quick: bool, single: bool) -> dict[str, Any]:
     rng = np.random.default_rng(0)
     batches = [rng.permutation(len(y_train.numpy()))[:GLOBAL_BATCH] for _ in range(steps + warmup)]
     out: dict[str, Any] = {"ranks": ranks}
-    for name, make in digits_models().items():
+    models = digits_models()
+    for name, make, cap in [(n, models[n.removesuffix("_small_buckets")], c) for n, c in DDP_CASES]:
         model = make()
-        wrapped = model if single else DDP(model)
+        wrapped = model if single else DDP(model, bucket_cap_mb=cap)
         opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-        exposed, times = [], []
+        exposed, times, overlap = [], [], []
         for i, idx in enumerate(batches):
             mine = Tensor(idx[rank * local : (rank + 1) * local].astype(np.int32))
             if not single:
@@ -160,9 +177,11 @@ def worker_ddp(quick: bool, single: bool) -> dict[str, Any]:
                 times.append(time.perf_counter() - t0)
                 if not single:
                     exposed.append(wrapped.timings.get("exposed_wait", 0.0))
+                    overlap.append(wrapped.timings.get("kernels_after_first_start", 0))
         res: dict[str, Any] = {"step_s": statistics.median(times)}
         if not single:
             res["exposed_s"] = statistics.median(exposed)
+            res["kernels_overlapped"] = statistics.median(overlap)
             res["buckets"] = len(wrapped.bucket_sizes)
             # the all-reduce alone: one blocking all_reduce per bucket, of its flat size
             flats = [Tensor(np.zeros(b.flat.size, b.flat.dtype)).realize() for b in wrapped._buckets]
@@ -220,8 +239,8 @@ def report_allreduce(res: dict[str, Any]) -> dict[str, Any]:
             f"{time_ratio:>11.2f} {nocheck:>15.2f}"
         )
         key = f"allreduce_{nbytes}"
-        out |= {f"{key}_mpi4py_us": row["mpi4py_s"] * 1e6, f"{key}_unigrad_us": row["unigrad_s"] * 1e6}
-        out |= {f"{key}_unigrad_nocheck_us": row["unigrad_nocheck_s"] * 1e6}
+        for lib in ("mpi4py", "unigrad", "unigrad_nocheck"):
+            out |= {f"{key}_{lib}_us": row[f"{lib}_s"] * 1e6, f"{key}_{lib}_min_us": row[f"{lib}_min_s"] * 1e6}
         out |= {f"{key}_busbw_mpi4py_gbs": bus["mpi4py"], f"{key}_busbw_unigrad_gbs": bus["unigrad"]}
         out[f"{key}_busbw_ratio"] = ratio
     return out
@@ -231,20 +250,22 @@ def report_ddp(ddp: dict[str, Any], one: dict[str, Any]) -> dict[str, Any]:
     n = ddp["ranks"]
     out: dict[str, Any] = {}
     print(f"\nDDP training step, global batch {GLOBAL_BATCH}: {n} ranks (one core each) against one process (one core)")
-    print(f"{'model':>6} {'1 proc ms':>10} {'DDP ms':>8} {'efficiency':>11} {'buckets':>8} {'all-reduce us':>14} "
-          f"{'exposed us':>11} {'overlapped us':>14}")  # fmt: skip
-    for name in ("mlp", "cnn"):
+    print(f"{'model':>18} {'1 proc ms':>10} {'DDP ms':>8} {'efficiency':>11} {'buckets':>8} {'all-reduce us':>14} "
+          f"{'exposed us':>11} {'overlapped us':>14} {'kernels after 1st start':>24}")  # fmt: skip
+    for name, _ in DDP_CASES:
         d, o = ddp[name], one[name]
         eff = o["step_s"] / (n * d["step_s"])
         overlapped = max(0.0, d["allreduce_s"] - d["exposed_s"])
         print(
-            f"{name:>6} {o['step_s'] * 1e3:>10.2f} {d['step_s'] * 1e3:>8.2f} {eff:>11.2f} {d['buckets']:>8} "
-            f"{d['allreduce_s'] * 1e6:>14.1f} {d['exposed_s'] * 1e6:>11.1f} {overlapped * 1e6:>14.1f}"
+            f"{name:>18} {o['step_s'] * 1e3:>10.2f} {d['step_s'] * 1e3:>8.2f} {eff:>11.2f} {d['buckets']:>8} "
+            f"{d['allreduce_s'] * 1e6:>14.1f} {d['exposed_s'] * 1e6:>11.1f} {overlapped * 1e6:>14.1f} "
+            f"{d['kernels_overlapped']:>24g}"
         )
         out |= {f"ddp_{name}_one_ms": o["step_s"] * 1e3, f"ddp_{name}_ms": d["step_s"] * 1e3}
         out |= {f"ddp_{name}_efficiency": eff, f"ddp_{name}_buckets": d["buckets"]}
         out |= {f"ddp_{name}_allreduce_us": d["allreduce_s"] * 1e6, f"ddp_{name}_exposed_us": d["exposed_s"] * 1e6}
         out[f"ddp_{name}_overlapped_us"] = overlapped * 1e6
+        out[f"ddp_{name}_kernels_after_first_start"] = d["kernels_overlapped"]
     return out
 
 
