@@ -550,6 +550,8 @@ class _Host:
     address it (CPU), else a copy (written back by `commit`). `reduce_dtype` tensors (float16, bfloat16, fp8) go
     through a float32 copy made and cast back by kernels."""
 
+    __slots__ = ("tensor", "writes", "widened", "whole", "view", "copied", "base", "array", "dtype")
+
     def __init__(self, t: Tensor, op: str, writes: bool, arith: bool = False) -> None:
         whole = _whole_arrays.get(t.uop) if isinstance(t, Tensor) else None
         if whole is not None and not _assign_owner:  # seen before, no write through another view pending
@@ -563,7 +565,7 @@ class _Host:
                 t,
                 False,
             )
-            self.base, self.array, self.dtype = rt._base(t.uop), whole, t.dtype
+            self.base, self.array, self.dtype = None, whole, t.dtype  # base: only a copied array needs it
             return
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: expected a unigrad Tensor, got {type(t).__name__}")
