@@ -447,7 +447,8 @@ class _Watchdog:
     `seq`): one still in flight `timeout` seconds after the watchdog first saw it prints a DistBackendError naming the
     op, the group and the rank, with the calling thread's stack, and aborts the job (a blocking MPI call cannot be
     interrupted; the others would wait as long). It sleeps between looks (a tick of timeout/8, at most 1 s), so the
-    caller pays two attribute writes per call and the error comes within timeout + 2 ticks."""
+    caller pays two attribute writes per call and the error comes within timeout + 2 ticks. It watches one call per
+    process: where several threads make blocking calls at once, the latest one started."""
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
