@@ -8,7 +8,8 @@ down to the list of instructions the C renderer prints. Run it with `python docs
 
 `out.numpy()` does all of this for you (and caches each step); here each stage is called by hand so you
 can see what it produces. Stages of the spec not shown here (Optimize, Instruction Selection, Memory
-Plan) change nothing for a kernel this small.
+Plan) change nothing for a kernel this small. Section 7 lowers the same kernel for a GPU (on the PYTHON device's
+GPU emulator): work-groups, a LOCAL array, a barrier.
 """
 
 from __future__ import annotations
@@ -236,3 +237,39 @@ assert np.allclose(by_hand, expected), (by_hand, expected)
 assert np.allclose(result, expected), (result, expected)
 assert rt.get_kernel(DEVICE, kernel).name == name  # the runtime compiled (and cached) this very kernel
 print("both agree with numpy. Run any program with DEBUG=4 to see its kernels' C source, DEBUG=5 for the graphs.")
+
+# ------------------------------------------------------------------------------------------------ 7
+# The same kernel lowered for a GPU. The PYTHON device emulates one with PYTHON_GPU (work-groups, LOCAL memory,
+# barriers, a race check): optimize makes the output axis GLOBAL and, here by hand, splits the reduce axis over a
+# work-group (GROUP_REDUCE 3: three work-items per row, each reducing its share); local_buffers puts the partials
+# through a LOCAL array; gpudims turns the axes into SPECIAL indices and inserts the BARRIER by rule.
+from unigrad import Context  # noqa: E402 - the GPU part of the walkthrough
+from unigrad.ir.args import KernelInfo  # noqa: E402
+from unigrad.pipeline.gpudims import gpudims  # noqa: E402
+from unigrad.pipeline.optimize import optimize  # noqa: E402
+
+with Context(PYTHON_GPU="1"):
+    gpu_target = Device["PYTHON"].target
+    grouped = kernel.replace(
+        arg=KernelInfo(kernel.arg.name, (Opt(OptOps.SPLIT, 1, (3, AxisType.GROUP_REDUCE, False)),))
+    )
+    gpu_kernel = optimize(grouped, gpu_target)
+    on_gpu = gpudims(gpu_kernel, gpu_target.global_max)
+    gpu_lowered = rt.lower("PYTHON", gpu_kernel)
+    gpu_result = Tensor(a_np, device="PYTHON")
+    gpu_out = ((gpu_result * 2).sum(axis=1) + 1).numpy()
+stage(
+    "7. The same kernel for a GPU: GLOBAL/GROUP_REDUCE axes, SPECIAL indices, a LOCAL array, a BARRIER",
+    f"""
+Optimize on a GPU target: the output axis is GLOBAL (a work-group per row), the reduce axis is split into a
+GROUP_REDUCE of 3 work-items; each reduces its share into a register and stores it into a LOCAL array; after a
+BARRIER every work-item sums the partials, and the global store is gated to one writer (IF/ENDIF). Axes:
+  {" ".join(f"r{r.arg.id}:{r.arg.axis_type.name}({r.src[0].render()})" for r in axes(gpu_kernel))}
+After gpudims the ranges are SPECIALs (gidx0: the group, lidx0: the work-item) and the BARRIER is in the graph:
+  {sorted({u.arg for u in on_gpu.toposort() if u.op is Ops.SPECIAL})}, {sum(u.op is Ops.BARRIER for u in on_gpu.toposort())} BARRIER
+Launch: {gpu_lowered.sig.global_size} groups x {gpu_lowered.sig.local_size} work-items. The kernel as OpenCL C
+(`DEVICE=CL` runs it on an OpenCL device) is below; on the emulator it computes {gpu_out}.
+""",
+)
+print(gpu_lowered.src[gpu_lowered.src.index("__kernel") :])
+assert np.allclose(gpu_out, expected), (gpu_out, expected)
