@@ -74,7 +74,7 @@ PYTHON_GPU = _knob(
     str,
     "",
     "the PYTHON device emulates a GPU: '1' (groups of up to 256 work-items, 16 KiB LOCAL memory) or "
-    "'max_group=N,local_bytes=M'; empty: it runs kernels lowered for a CPU",
+    "'max_group=N,local_bytes=M,global_max=K,tc=1' (tc=1: sm_80 tensor cores); empty: kernels lowered for a CPU",
 )
 NVRTC_PATH = _knob("NVRTC_PATH", str, "", "libnvrtc.so (or its folder) for CUDA; empty: pip wheels, then system CUDA")
 CUDA_ARCH = _knob("CUDA_ARCH", str, "", "the sm_XX CUDA kernels are compiled for (sm_90, ...); empty: the device's own")
