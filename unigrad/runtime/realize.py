@@ -16,10 +16,12 @@ from collections.abc import Callable
 from dataclasses import field
 from typing import Any
 
+import numpy as np
+
 from unigrad import config
-from unigrad.dtype import DType
+from unigrad.dtype import DType, dtypes
 from unigrad.helpers import GlobalCounters, LRUCache, no_gc, record
-from unigrad.ir.args import AddrSpace, BufferArg
+from unigrad.ir.args import AddrSpace, BufferArg, ParamArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.persist import loads
 from unigrad.ir.spec import (
@@ -40,7 +42,7 @@ from unigrad.pipeline.linearize import linearize
 from unigrad.pipeline.memplan import MemoryPlan, first_written, plan_memory
 from unigrad.pipeline.optimize import Target, optimize
 from unigrad.pipeline.rangeify import rangeify
-from unigrad.runtime import Buffer, Device, Lowered, disk_cache, jit, lowered_cache
+from unigrad.runtime import Buffer, Device, Lowered, disk_cache, jit, lowered_cache, to_numpy_dtype
 from unigrad.runtime.queue import run_steps
 
 _buffer_ids = itertools.count()
@@ -250,6 +252,8 @@ def _instantiate(
     if config.SPEC.value:
         verify_tensor_graph(sink)
     fn = callify(sink)
+    if (fn.src[0], device) not in _schedule_cache and jit.capturing() is None:
+        fn = lift_varying_constants(fn, device)
     if config.SPEC.value:
         verify_function(fn)
     body, args = fn.src[0], fn.src[1:]
@@ -282,6 +286,108 @@ def _instantiate(
     if config.DEBUG >= 1:
         print(f"kernelize: {len(uops)} outputs scheduled in {(time.perf_counter() - t0) * 1e3:.2f} ms")
     return cs, mapping, var_vals, plain
+
+
+@record
+class ConstantsSeen:
+    """A graph structure's value constants as last seen (their ConstArgs, one per use, in toposort order) and the
+    uses whose value has changed between two realizes: those are kernel arguments from then on."""
+
+    args: tuple[Any, ...]
+    varying: frozenset[int]
+
+
+_constants_seen: LRUCache[UOp, ConstantsSeen] = LRUCache(lambda: config.SCHEDULE_CACHE.value)
+_NOT_VALUES = frozenset({dtypes.index, dtypes.bool})  # shapes and index math stay static; masks fold
+
+
+def _is_value(u: UOp) -> bool:
+    return u.op is Ops.CONST and u.dtype not in _NOT_VALUES
+
+
+def _constant_tree(u: UOp) -> bool:
+    """A subgraph of constants only (callify marks it closed: no buffer or Variable below) holding a value CONST."""
+    return u.closed and any(_is_value(x) for x in u.toposort())
+
+
+def _rebuild_uses(body: UOp, use: Callable[[int, UOp], UOp]) -> UOp:
+    """body with each use of a constant subgraph (a source of a node that is not one, numbered in toposort order:
+    one that hash-consing shares between two nodes is two uses, so a value that happens to equal another constant
+    gives the same structure) replaced by use(number, subgraph)."""
+    memo: dict[UOp, UOp] = {}
+    n = 0
+    for u in body.toposort(gate=lambda x: not x.closed):
+        if u.closed or not u.src:
+            memo[u] = u
+            continue
+        new_src = []
+        for x in u.src:
+            if _constant_tree(x):
+                new_src.append(use(n, x))
+                n += 1
+            else:
+                new_src.append(memo[x])
+        new = tuple(new_src)
+        memo[u] = u if new == u.src else u.replace(src=new)
+    return memo[body]
+
+
+def _values_of(tree: UOp) -> list[UOp]:
+    return [x for x in tree.toposort() if _is_value(x)]
+
+
+def lift_varying_constants(fn: UOp, device: str) -> UOp:
+    """A Python scalar that changes between realizes (a step counter, a learning rate, `x + i` in a loop) would make
+    each value a new schedule and new kernels. On a schedule-cache miss the callified FUNCTION's value constants are
+    compared, use by use, with the last graph of the same structure but for those values: the uses whose value
+    changed become kernel arguments (a one-element buffer each, a new input of the FUNCTION), so every later value
+    finds the same schedule and programs. The first value of a structure keeps its constants (and the folding they
+    allow), and so do constants that never change. Returns fn, or fn with those constants lifted."""
+    body = fn.src[0]
+    uses: list[UOp] = []
+
+    def placeholder(k: int, tree: UOp) -> UOp:  # the tree with its values erased: a dict key, never run
+        consts = _values_of(tree)
+        uses.extend(consts)
+        # numbered within the tree: a tree whose values coincide (one node shared) is another structure
+        return tree.substitute({c: UOp(Ops.CONST, (), ("lifted", c.dtype, i)) for i, c in enumerate(consts)})
+
+    erased = _rebuild_uses(body, placeholder)
+    if not uses:
+        return fn
+    args = tuple(c.arg for c in uses)
+    seen = _constants_seen.get(erased)
+    varying = frozenset() if seen is None else seen.varying | {k for k, a in enumerate(args) if a != seen.args[k]}
+    _constants_seen[erased] = ConstantsSeen(args, varying)
+    if not varying:
+        return fn
+    n_buffers = sum(1 for a in fn.src[1:] if a.op is not Ops.PARAM)  # buffers come first, bound Variables after
+    values: list[UOp] = []
+
+    counted = [0]  # value constants met so far, over the uses in order (their numbers in `varying`)
+
+    def lift(k: int, tree: UOp) -> UOp:
+        mapping = {}
+        for const in _values_of(tree):
+            if counted[0] in varying:
+                slot = n_buffers + len(values)
+                values.append(_value_buffer(const, device))
+                param = UOp(Ops.PARAM, (UOp.shape_src((1,)),), ParamArg(slot, const.dtype, device, AddrSpace.GLOBAL))
+                mapping[const] = UOp(Ops.RESHAPE, (param, UOp.shape_src(())))
+            counted[0] += 1
+        return tree.substitute(mapping) if mapping else tree
+
+    lifted = _rebuild_uses(body, lift)
+    args_in = fn.src[1:]
+    return fn.replace(src=(lifted, *args_in[:n_buffers], *values, *args_in[n_buffers:]))
+
+
+def _value_buffer(const: UOp, device: str) -> UOp:
+    """A CONST's value in a new one-element buffer on `device` (copied in: the value is the user's Python scalar,
+    the boundary where numpy may appear)."""
+    u = new_buffer(1, const.dtype, device)
+    buffers[u].ensure_allocated().copyin(np.array([const.arg.value], to_numpy_dtype(const.dtype)))
+    return u
 
 
 def _lower_precompiled(sink: UOp, device: str, var_vals: dict[str, int]) -> UOp:

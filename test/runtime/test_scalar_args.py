@@ -1,0 +1,40 @@
+"""A Python scalar that changes between realizes becomes a kernel argument (issue 34, runtime/realize.py
+lift_varying_constants): a loop over values compiles at most two kernels (the first value's, then the one taking
+the value as an argument), with the same results as numpy. Counted with stats.programs, never timed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from unigrad import Tensor
+from unigrad.runtime import realize as rt
+
+
+def test_loop_over_a_python_int_compiles_at_most_two_kernels():
+    x = Tensor.rand(16, 16).realize()
+    xn = x.numpy()
+    before = rt.stats.programs
+    for i in range(40):
+        got = ((x + i) * 2).relu().sum().numpy()
+        np.testing.assert_allclose(got, np.maximum((xn + i) * 2, 0).sum(), rtol=1e-5)
+    assert rt.stats.programs - before <= 2
+
+
+def test_varying_float_scalars_and_constants_that_stay():
+    x = Tensor(np.linspace(-2, 2, 64, dtype=np.float32)).realize()
+    xn = x.numpy()
+    before = rt.stats.programs
+    for step in range(1, 30):
+        lr = 0.1 / step  # varies: an argument; 3.0 never varies: stays a constant
+        got = (x * lr + 3.0).exp().sum().numpy()
+        np.testing.assert_allclose(got, np.exp(xn * np.float32(lr) + 3).sum(), rtol=1e-5)
+    assert rt.stats.programs - before <= 2
+
+
+def test_a_value_equal_to_another_constant_keeps_the_structure():
+    """x + i with i == 2 beside * 2: hash-consing shares the two constants, the structure is still the loop's."""
+    x = Tensor(np.arange(8, dtype=np.float32)).realize()
+    before = rt.stats.programs
+    for i in (5, 7, 2, 0, 1, 2.0, 9):
+        np.testing.assert_allclose(((x + i) * 2).numpy(), (np.arange(8) + i) * 2)
+    assert rt.stats.programs - before <= 2
