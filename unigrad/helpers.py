@@ -226,7 +226,7 @@ def write_atomic(path: pathlib.Path, data: bytes) -> None:
         raise
 
 
-_counters_lock = threading.Lock()
+_counters_lock = threading.RLock()  # re-entrant: a GC inside a count can free a Buffer, which counts too
 
 
 class _Counters(type):
