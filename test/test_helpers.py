@@ -108,3 +108,21 @@ def test_a_mutable_default_is_refused_as_in_dataclasses():
         @record
         class Bag:
             items: list = []  # noqa: RUF012
+
+
+def test_counting_inside_a_count_does_not_deadlock():
+    """A garbage collection inside GlobalCounters' lock (launched() folds its kernels there) can free a Buffer, whose
+    __del__ counts memory under the same lock: the lock is re-entrant, so the count finishes."""
+    import threading
+
+    from unigrad import helpers
+    from unigrad.helpers import GlobalCounters
+
+    def nested() -> None:
+        with helpers._counters_lock:
+            GlobalCounters.allocated(0)
+
+    t = threading.Thread(target=nested, daemon=True)
+    t.start()
+    t.join(5)
+    assert not t.is_alive(), "GlobalCounters deadlocked on a count inside a count"
