@@ -38,3 +38,20 @@ def test_a_value_equal_to_another_constant_keeps_the_structure():
     for i in (5, 7, 2, 0, 1, 2.0, 9):
         np.testing.assert_allclose(((x + i) * 2).numpy(), (np.arange(8) + i) * 2)
     assert rt.stats.programs - before <= 2
+
+
+def test_exponents_and_16_bit_scalars_stay_constants():
+    """A POW's exponent decides its lowering (x**0.5 is torch's sqrt: (-0)**0.5 = -0, 1/that = -inf; x**2 is x*x),
+    and a bfloat16 scalar is stored as bits: both stay constants when they vary, so results stay torch's."""
+    import torch
+
+    x = Tensor([-0.0, 0.0, 4.0, 2.25])
+    for e in (2.0, 0.5, -0.5, 3.0, 0.5):
+        got = (1 / x**e).numpy()
+        want = (1 / torch.tensor([-0.0, 0.0, 4.0, 2.25]) ** e).numpy()
+        np.testing.assert_array_equal(got, want)
+    b = Tensor([1.0, 2.5, -3.0]).cast("bfloat16")
+    for v in (1.5, 0.25, 7.0):
+        got = (v + b).float().numpy()
+        want = (v + torch.tensor([1.0, 2.5, -3.0]).bfloat16()).float().numpy()
+        np.testing.assert_array_equal(got, want)

@@ -298,7 +298,12 @@ class ConstantsSeen:
 
 
 _constants_seen: LRUCache[UOp, ConstantsSeen] = LRUCache(lambda: config.SCHEDULE_CACHE.value)
-_NOT_VALUES = frozenset({dtypes.index, dtypes.bool})  # shapes and index math stay static; masks fold
+# shapes and index math stay static; masks fold; 16-bit and 8-bit floats stored as other types' bits (bfloat16, the
+# fp8s: a one-element buffer of them would need their encoding) stay constants
+_NOT_VALUES = frozenset({dtypes.index, dtypes.bool, dtypes.bfloat16, *dtypes.fp8s})
+# (op, source index) of uses whose constant decides how the op is lowered, not only what it computes: a POW's
+# exponent (x**2 is x*x, x**0.5 torch's sqrt with sqrt(-0) = -0, a general exponent pow's law): never lifted
+_STATIC_USES = frozenset({(Ops.POW, 1)})
 
 
 def _is_value(u: UOp) -> bool:
@@ -321,8 +326,8 @@ def _rebuild_uses(body: UOp, use: Callable[[int, UOp], UOp]) -> UOp:
             memo[u] = u
             continue
         new_src = []
-        for x in u.src:
-            if _constant_tree(x):
+        for i, x in enumerate(u.src):
+            if _constant_tree(x) and (u.op, i) not in _STATIC_USES:
                 new_src.append(use(n, x))
                 n += 1
             else:
