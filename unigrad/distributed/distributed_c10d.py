@@ -376,19 +376,33 @@ def _timeout_error(what: str, g: ProcessGroup, seconds: float) -> DistBackendErr
 
 
 class Work:
-    """torch's Work: an async op's handle. wait() finishes it (raising its error, or DistBackendError after the
-    timeout) and returns True; is_completed() asks without waiting; result() is its output tensors."""
+    """torch's Work: an async op's handle. wait() finishes it and returns True; is_completed() asks without waiting;
+    result() is its output tensors. The progress thread tests the op's requests while the caller computes; a wait()
+    without a timeout that finds the op unfinished takes the requests over and waits in MPI's blocking call (no thread
+    handoff, which costs up to the interpreter's 5 ms switch interval while the caller runs Python), watched by the
+    watchdog as a blocking collective; wait(timeout=) instead raises DistBackendError after that many seconds."""
 
     def __init__(self, op: str, g: ProcessGroup, requests: list[Any], keep: Any, finish: Callable[[], None] | None):
         self.op, self.group, self.requests, self.keep, self._finish = op, g, requests, keep, finish
         self.outputs: list[Tensor] = []
-        self._done = threading.Event()  # set by the progress thread once the requests completed (or failed)
+        self._done = threading.Event()  # set once the requests completed (or failed)
+        self._testing = threading.Lock()  # held by the thread testing or waiting for the requests
+        self._taken = False  # the caller's wait() waits for the requests itself: the progress thread leaves them
         self._finished = False
         self._error: BaseException | None = None
 
     def wait(self, timeout: datetime.timedelta | float | None = None) -> bool:
         if not self._finished:
             limit = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
+            if limit is None and not self._done.is_set():
+                self._taken = True
+                with self._testing:  # the progress thread is out of its test and will not test these again
+                    if not self._done.is_set():
+                        try:
+                            _blocking(self.op, self.group, _state.MPI.Request.Waitall, self.requests)
+                        except BaseException as e:  # noqa: BLE001 - reported below, as the progress thread's are
+                            self._error = e
+                        self._done.set()
             seconds = _state.timeout if limit is None else limit
             if not self._done.wait(seconds):
                 raise _timeout_error(self.op, self.group, seconds)
@@ -425,14 +439,22 @@ class _Progress:
     def _loop(self) -> None:
         MPI = _mpi()
         while (work := self.todo.get()) is not None:
-            try:
-                # polled, sleeping between tests: MPI's own wait spins, and on a machine with a core per rank that
-                # spinning thread takes the core from the rank's kernels (each test moves the transfer on)
-                while not MPI.Request.Testall(work.requests):
-                    time.sleep(_POLL_S)
-            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
-                work._error = e
-            work._done.set()
+            # polled, sleeping between tests: MPI's own wait spins, and on a machine with a core per rank that
+            # spinning thread takes the core from the rank's kernels (each test moves the transfer on); a work whose
+            # caller took it over (Work.wait) is left to the caller
+            while not work._taken:
+                with work._testing:
+                    if work._taken or work._done.is_set():
+                        break
+                    try:
+                        if MPI.Request.Testall(work.requests):
+                            work._done.set()
+                            break
+                    except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+                        work._error = e
+                        work._done.set()
+                        break
+                time.sleep(_POLL_S)
 
     def submit(self, work: Work) -> None:
         self.todo.put(work)
