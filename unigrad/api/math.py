@@ -222,44 +222,12 @@ def _float_only(x: Tensor, op: str) -> None:
         raise NotImplementedError(f"{op}: not implemented for {x.dtype} (needs a floating point tensor)")
 
 
-def _int_pow_const(x: Tensor, e: int) -> Tensor:
-    """x ** e for a constant e >= 0 by repeated squaring: exact for ints (wrapping like C), about e ulp for floats."""
-    if e == 0:
-        return x._const_like(1, x.dtype)
-    out: Tensor | None = None
-    base = x
-    while e:
-        if e & 1:
-            out = base if out is None else out * base
-        e >>= 1
-        if e:
-            base = base * base
-    assert out is not None
-    return out
-
-
-def _int_pow_tensor(x: Tensor, y: Tensor) -> Tensor:
-    """x ** y for integer tensors of one dtype and shape, as PyTorch: square-and-multiply over every bit of y
-    (wrapping like C); for y < 0 the result is 1 for x == 1, +-1 for x == -1, else 0 (also for x == 0)."""
-    dt = x.dtype
-    bits = 8 * dt.itemsize - (0 if dt.is_unsigned else 1)
-    out, base = x._const_like(1, dt), x
-    for k in range(bits):
-        out = (y & (1 << k)).ne(0).where(out * base, out)
-        if k < bits - 1:
-            base = base * base
-    if dt.is_unsigned:
-        return out
-    minus_one = (y & 1).ne(0).where(x._const_like(-1, dt), x._const_like(1, dt))
-    neg = x.eq(1).where(x._const_like(1, dt), x.eq(-1).where(minus_one, x._const_like(0, dt)))
-    return (y < 0).where(neg, out)
-
-
-def _pow_float(x: Tensor, y: Tensor) -> Tensor:
-    """x ** y for float tensors of one dtype and shape: the spec's POW, whose decomposition has C pow's special
-    cases (and torch's shortcuts for a constant exponent: x^0, x^(+-1/2), integers by squaring), and whose gradient
-    rule is torch's formula (d/dx = y*x^(y-1), 0 where y == 0; d/dy = x^y*log(x), 0 where x == 0 and y >= 0): nan
-    for a negative base, -inf for 0 to a negative power, zeros for x^0, as torch gives them."""
+def _pow(x: Tensor, y: Tensor) -> Tensor:
+    """x ** y for tensors of one dtype and shape: the spec's POW. Its decomposition (isel) has C pow's special cases
+    for floats (and torch's shortcuts for a constant exponent: x^0, x^(+-1/2), integers by squaring) and, for ints,
+    square-and-multiply wrapping like C with torch's rule for y < 0 (1 for x == 1, +-1 for x == -1, else 0); its
+    gradient rule is torch's formula (d/dx = y*x^(y-1), 0 where y == 0; d/dy = x^y*log(x), 0 where x == 0 and y >= 0):
+    nan for a negative base, -inf for 0 to a negative power, zeros for x^0, as torch gives them."""
     return x._alu(Ops.POW, y)
 
 
@@ -569,9 +537,9 @@ class MathMixin:
             if x.dtype is dtypes.bool:
                 raise NotImplementedError(f"pow: not implemented for {x.dtype} ** {y.dtype}")
             if not x.dtype.is_float:
-                return _int_pow_tensor(x, y)
+                return _pow(x, y)
             xc, dt = _compute(x)  # a constant base: log2|base| is taken in double precision by the decomposition
-            return _pow_float(xc, y.cast(xc.dtype)).cast(dt)
+            return _pow(xc, y.cast(xc.dtype)).cast(dt)
         if not isinstance(exponent, (bool, int, float)):
             raise TypeError(f"pow: unsupported exponent type {type(exponent).__name__}")
         x, _ = self._broadcasted(exponent, "pow")
@@ -582,9 +550,9 @@ class MathMixin:
                 raise RuntimeError(
                     f"pow: integers to negative integer powers are not allowed ({x.dtype} ** {exponent})"
                 )
-            return _int_pow_const(x, int(exponent))
+            return _pow(x, x._const_like(int(exponent), x.dtype))
         xc, dt = _compute(x)  # a constant exponent: torch's shortcuts (squaring, sqrt) in the decomposition
-        return _pow_float(xc, xc._const_like(float(exponent), xc.dtype)).cast(dt)
+        return _pow(xc, xc._const_like(float(exponent), xc.dtype)).cast(dt)
 
     def __pow__(self: Tensor, exponent: Tensor | ConstType) -> Tensor:
         return self.pow(exponent)

@@ -204,7 +204,11 @@ def _shl(a: int, b: int) -> int:
     return a << b
 
 
-def _pow(a: float, b: float) -> float:
+def _pow(a: Any, b: Any) -> Any:
+    if type(a) is int and type(b) is int:  # ints: exact, wrapping (modulo 2^64, then the dtype's width), torch's b < 0
+        if b >= 0:
+            return pow(a, b, 1 << 64)
+        return 1 if a == 1 else (-1 if b & 1 else 1) if a == -1 else 0
     try:
         return float(a**b) if not (a < 0 and b != int(b)) else math.nan
     except (OverflowError, ZeroDivisionError):

@@ -393,8 +393,9 @@ def cheap_exponent(e: float) -> bool:
 
 
 def is_cheap_pow(u: UOp) -> bool:
-    """A float POW by a constant cheap_exponent: arithmetic, not a transcendental, for a cost model."""
-    return u.op is Ops.POW and u.dtype.is_float and (e := _const_value(u.src[1])) is not None and cheap_exponent(e)
+    """A POW by a constant cheap_exponent (a float one, or an int one: square-and-multiply over its known bits):
+    arithmetic, not a transcendental, for a cost model."""
+    return u.op is Ops.POW and (e := _const_value(u.src[1])) is not None and cheap_exponent(e)
 
 
 def _pow_const_exponent(a: UOp, e: float) -> UOp | None:
