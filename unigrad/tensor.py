@@ -182,6 +182,22 @@ def _gradient_hooks() -> dict[UOp, Callable[[UOp], UOp]]:
     return out
 
 
+def _register_hook(
+    table: dict[int, dict[int, Callable[..., Any]]],
+    owners: weakref.WeakValueDictionary[int, Tensor],
+    t: Tensor,
+    hook: Callable[..., Any],
+) -> RemovableHandle:
+    """hook added to t's hooks in `table` (by id: a new tensor under a freed one's id starts with none); its handle."""
+    fns = table.setdefault(id(t), {})
+    if owners.get(id(t)) is not t:
+        fns.clear()
+        owners[id(t)] = t
+    handle = RemovableHandle(fns)
+    fns[handle.id] = hook
+    return handle
+
+
 def _run_hooks(fns: list[Callable[[Tensor], Tensor | None]], device: Any, g: UOp) -> UOp:
     for fn in fns:
         r = fn(Tensor(g, device=device))
@@ -1211,13 +1227,7 @@ class Tensor(
         Returns a handle whose remove() unregisters it."""
         if not self._requires_grad:
             raise RuntimeError("register_hook: cannot register a hook on a tensor that doesn't require gradient")
-        fns = _hook_fns.setdefault(id(self), {})
-        if _hooked.get(id(self)) is not self:  # a new tensor under a freed one's id
-            fns.clear()
-            _hooked[id(self)] = self
-        handle = RemovableHandle(fns)
-        fns[handle.id] = hook
-        return handle
+        return _register_hook(_hook_fns, _hooked, self, hook)
 
     def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
         """hook(self) runs in backward() after this leaf's .grad got the gradient of that backward (torch's name).
@@ -1229,13 +1239,7 @@ class Tensor(
             raise RuntimeError(
                 "register_post_accumulate_grad_hook: cannot register a hook on a tensor that doesn't require gradient"
             )
-        fns = _post_hook_fns.setdefault(id(self), {})
-        if _post_hooked.get(id(self)) is not self:  # a new tensor under a freed one's id
-            fns.clear()
-            _post_hooked[id(self)] = self
-        handle = RemovableHandle(fns)
-        fns[handle.id] = hook
-        return handle
+        return _register_hook(_post_hook_fns, _post_hooked, self, hook)
 
     @property
     def retains_grad(self) -> bool:

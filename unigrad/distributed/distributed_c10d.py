@@ -853,6 +853,23 @@ def reduce_scatter_tensor(
     return _collective("reduce_scatter_tensor", g, "Reduce_scatter_block", args, (src, out), finish, [output], async_op)
 
 
+def _rooted(
+    g: ProcessGroup, op: str, tensor: Tensor, lst: list[Tensor] | None, list_name: str, root_rank: int, root_name: str
+) -> tuple[int, bool]:
+    """A rooted list collective's checks (gather, scatter): the root's list holds one tensor like `tensor` per rank,
+    other ranks pass none; then the ranks' agreement. (root's group rank, whether this rank is the root)."""
+    root = _group_rank(g, root_rank, op)
+    mine = g.rank() == root
+    if mine:
+        _same_as(lst or [], tensor, op, list_name, g.size())
+    elif lst:
+        raise ValueError(
+            f"{op}: {list_name} is given on rank {g.ranks[g.rank()]}, which is not {root_name} ({root_rank})"
+        )
+    _check(op, g, tensor, root)
+    return root, mine
+
+
 def gather(
     tensor: Tensor,
     gather_list: list[Tensor] | None = None,
@@ -864,13 +881,7 @@ def gather(
     g = _group(group)
     if g is None:
         return None
-    root = _group_rank(g, dst, "gather")
-    mine = g.rank() == root
-    if mine:
-        _same_as(gather_list or [], tensor, "gather", "gather_list", g.size())
-    elif gather_list:
-        raise ValueError(f"gather: gather_list is given on rank {g.ranks[g.rank()]}, which is not dst ({dst})")
-    _check("gather", g, tensor, root)
+    root, mine = _rooted(g, "gather", tensor, gather_list, "gather_list", dst, "dst")
     host = _Host(tensor, "gather", writes=False)
     rows = np.empty((g.size(), host.bytes.size), np.uint8) if mine else None
     outs = list(gather_list or []) if mine else []
@@ -889,13 +900,7 @@ def scatter(
     g = _group(group)
     if g is None:
         return None
-    root = _group_rank(g, src, "scatter")
-    mine = g.rank() == root
-    if mine:
-        _same_as(scatter_list or [], tensor, "scatter", "scatter_list", g.size())
-    elif scatter_list:
-        raise ValueError(f"scatter: scatter_list is given on rank {g.ranks[g.rank()]}, which is not src ({src})")
-    _check("scatter", g, tensor, root)
+    root, mine = _rooted(g, "scatter", tensor, scatter_list, "scatter_list", src, "src")
     out = _Host(tensor, "scatter", writes=True)
     rows = None
     if mine:

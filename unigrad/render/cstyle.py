@@ -189,13 +189,8 @@ class CStyleLanguage:
 
     def vector_typedefs(self, uops: tuple[UOp, ...]) -> str:
         """typedefs for every vector type the kernel uses: aligned `T` and element-aligned `T_u`."""
-        used: set[tuple[DType, int]] = set()
-        for u in uops:
-            if _vec(u) and (u.op is not Ops.STACK or all(x.op is Ops.CONST for x in u.src)):  # (a WMMA's fragments: no)
-                dt = _INT_OF_SIZE[_mask_bytes(u)] if u.dtype.is_bool else u.dtype
-                used |= {(dt, u.shape[0]), (_INT_OF_SIZE[dt.itemsize], u.shape[0])}  # and its mask type (selects)
         defs = []
-        for dt, k in sorted(used, key=lambda x: (x[0].name, x[1])):
+        for dt, k in vector_types(uops):
             name, size, el = f"{dt.name}_v{k}", dt.itemsize * k, self.ctype(dt)
             defs.append(f"typedef {el} {name} __attribute__((vector_size({size})));")
             defs.append(f"typedef {el} {name}_u __attribute__((vector_size({size}), aligned({dt.itemsize})));")
@@ -550,6 +545,17 @@ class CStyleLanguage:
 
     def store(self, u: UOp, target: str, value: str) -> str:
         return f"{target} = {value};"
+
+
+def vector_types(uops: tuple[UOp, ...]) -> list[tuple[DType, int]]:
+    """(element dtype, lanes) of every vector type a kernel's values use, and of their masks (selects), sorted; a
+    bool vector is a mask of the compared values' width. A WMMA's fragments (STACKs of values) are no vector type."""
+    used: set[tuple[DType, int]] = set()
+    for u in uops:
+        if _vec(u) and (u.op is not Ops.STACK or all(x.op is Ops.CONST for x in u.src)):
+            dt = _INT_OF_SIZE[_mask_bytes(u)] if u.dtype.is_bool else u.dtype
+            used |= {(dt, u.shape[0]), (_INT_OF_SIZE[dt.itemsize], u.shape[0])}
+    return sorted(used, key=lambda x: (x[0].name, x[1]))
 
 
 def _size_of(bound: UOp) -> int | UOp:

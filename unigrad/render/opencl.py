@@ -14,7 +14,7 @@ from __future__ import annotations
 from unigrad.dtype import DType, dtypes
 from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.uop import UOp
-from unigrad.render.cstyle import _INT_OF_SIZE, CStyleLanguage, KernelSignature, _mask_bytes, _num, _vec
+from unigrad.render.cstyle import CStyleLanguage, KernelSignature, _num, vector_types
 
 PRELUDE = """#pragma OPENCL FP_CONTRACT OFF
 static inline long fl_idiv(long a, long b) { if (b == 0) return 0; long q = a / b; return q - ((a % b != 0) & ((a < 0) != (b < 0))); }
@@ -70,13 +70,8 @@ class OpenCLLanguage(CStyleLanguage):
 
     # ---- vectors: OpenCL C's own vector types (float4, int4, ...), which its builtins (fma) take
     def vector_typedefs(self, uops: tuple[UOp, ...]) -> str:
-        used: set[tuple[DType, int]] = set()
-        for u in uops:
-            if _vec(u):
-                dt = _INT_OF_SIZE[_mask_bytes(u)] if u.dtype.is_bool else u.dtype
-                used |= {(dt, u.shape[0]), (_INT_OF_SIZE[dt.itemsize], u.shape[0])}
         defs = []
-        for dt, k in sorted(used, key=lambda x: (x[0].name, x[1])):
+        for dt, k in vector_types(uops):
             defs.append(f"typedef {CL_TYPES[dt]}{k} {dt.name}_v{k};")
             defs.append(f"typedef {CL_TYPES[dt]}{k} {dt.name}_v{k}_u __attribute__((aligned({dt.itemsize})));")
         return "\n".join(defs)

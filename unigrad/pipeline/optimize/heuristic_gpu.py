@@ -22,6 +22,7 @@ Symbolic sizes take no opts (each group then has one work-item).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from unigrad.ir.args import AxisType
 from unigrad.ir.ops import Ops
@@ -63,11 +64,12 @@ class _Builder:
     def by_id(self, rid: int) -> UOp | None:
         return next((r for r in axes(self.sink) if r.arg.id == rid), None)
 
-    def split(self, rid: int, k: int, kind: AxisType) -> bool:
+    def apply(self, rid: int, make: Callable[[int], Opt]) -> bool:
+        """The opt make(axis of range rid) applied and kept, if it is legal and within the device's limits."""
         r = self.by_id(rid)
         if r is None:
             return False
-        opt = Opt(OptOps.SPLIT, axes(self.sink).index(r), (k, kind, False))
+        opt = make(axes(self.sink).index(r))
         try:
             sink = apply_opt(self.sink, opt)
             check_gpu_limits(sink, opt, self.target)
@@ -77,17 +79,11 @@ class _Builder:
         self.opts.append(opt)
         return True
 
+    def split(self, rid: int, k: int, kind: AxisType) -> bool:
+        return self.apply(rid, lambda axis: Opt(OptOps.SPLIT, axis, (k, kind, False)))
+
     def padto(self, rid: int, m: int) -> bool:
-        r = self.by_id(rid)
-        if r is None:
-            return False
-        opt = Opt(OptOps.PADTO, axes(self.sink).index(r), m)
-        try:
-            self.sink = apply_opt(self.sink, opt)
-        except OptError:
-            return False
-        self.opts.append(opt)
-        return True
+        return self.apply(rid, lambda axis: Opt(OptOps.PADTO, axis, m))
 
     def size(self, rid: int) -> int:
         r = self.by_id(rid)

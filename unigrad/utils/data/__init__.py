@@ -13,35 +13,16 @@ unigrad.Generator): a seeded program takes the same batches on every run.
 
 from unigrad.api.random import Generator
 from unigrad.utils.data import dataloader, dataset, distributed, sampler
-from unigrad.utils.data.dataloader import DataLoader, default_collate, get_worker_info
-from unigrad.utils.data.distributed import DistributedSampler
-from unigrad.utils.data.dataset import ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
-from unigrad.utils.data.sampler import (
-    BatchSampler,
-    RandomSampler,
-    Sampler,
-    SequentialSampler,
-    SubsetRandomSampler,
-    WeightedRandomSampler,
-)
+from unigrad.utils.data.dataloader import *  # noqa: F403 - each file's names, listed in its __all__
+from unigrad.utils.data.dataset import *  # noqa: F403
+from unigrad.utils.data.distributed import *  # noqa: F403
+from unigrad.utils.data.sampler import *  # noqa: F403
 
 __all__ = [
-    "Dataset",
-    "IterableDataset",
-    "TensorDataset",
-    "Subset",
-    "ConcatDataset",
-    "random_split",
-    "Sampler",
-    "SequentialSampler",
-    "RandomSampler",
-    "SubsetRandomSampler",
-    "WeightedRandomSampler",
-    "BatchSampler",
-    "DistributedSampler",
-    "DataLoader",
-    "default_collate",
-    "get_worker_info",
+    *dataset.__all__,
+    *sampler.__all__,
+    *distributed.__all__,
+    *dataloader.__all__,
     "Generator",
     "dataloader",
     "dataset",
