@@ -27,9 +27,8 @@ from unigrad.ir.args import AddrSpace, AxisType
 from unigrad.ir.ops import Ops
 from unigrad.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from unigrad.ir.uop import UOp
-from unigrad.pipeline.optimize.opts import axes, replace_ranges
+from unigrad.pipeline.optimize.opts import GROUP_TYPES, axes, replace_ranges
 
-GROUP_TYPES = (AxisType.LOCAL, AxisType.GROUP_REDUCE, AxisType.WARP)
 MAX_DIMS = 3
 
 

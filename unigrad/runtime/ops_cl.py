@@ -464,13 +464,13 @@ class CLDevice(Compiled):
         return target_of(self.info, getattr(self.renderer, "vector_bytes", 0))
 
     def build(self, lowered: Lowered) -> CLProgram:
-        """The program of a lowered kernel: its source built (or its binary found in the cache) and loaded."""
-        guarded = bool(getattr(lowered.sig, "guarded", False))
+        """The program of a lowered kernel: its source built (or its binary found in the cache) and loaded. A pipeline
+        kernel launches whole work-groups (its sizes are groups x work-items per group): it is never guarded."""
         compiler: CLCompiler = self.compiler  # type: ignore[assignment]
         try:
-            return CLProgram(self.ctx, lowered.name, compiler.compile(lowered.src), lowered.sig, guarded)
+            return CLProgram(self.ctx, lowered.name, compiler.compile(lowered.src), lowered.sig)
         except (cl.CLError, CompileError):  # a cached binary the driver refuses (a foreign or damaged file): rebuilt
-            return CLProgram(self.ctx, lowered.name, compiler.compile(lowered.src, fresh=True), lowered.sig, guarded)
+            return CLProgram(self.ctx, lowered.name, compiler.compile(lowered.src, fresh=True), lowered.sig)
 
     def synchronize(self) -> None:
         """Wait until every command queued on this device has run."""

@@ -29,12 +29,12 @@ from unigrad.ir.args import AddrSpace, AxisType, LoadArg, ParamArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.expand import open_ranges
-from unigrad.pipeline.optimize.opts import axes, bound
+from unigrad.pipeline.optimize.opts import GROUP_TYPES, axes, bound
 
 LOCAL = LoadArg(None, AddrSpace.LOCAL)
 # ranges that are a work-item's own coordinates in its group (its partial's slot depends on them); GLOBAL ranges
 # (group ids) need no slot: each group has its own LOCAL memory
-SLOT_TYPES = (AxisType.LOCAL, AxisType.GROUP_REDUCE, AxisType.WARP, AxisType.UPCAST, AxisType.UNROLL)
+SLOT_TYPES = (*GROUP_TYPES, AxisType.UPCAST, AxisType.UNROLL)
 
 
 def _linear(rs: list[UOp]) -> UOp:
@@ -51,7 +51,7 @@ def group_reduces_to_locals(sink: UOp) -> UOp:
     if not reduces:
         return sink
     next_id = max(r.arg.id for r in axes(sink)) + 1
-    group = {r for r in axes(sink) if r.arg.axis_type in (AxisType.LOCAL, AxisType.GROUP_REDUCE, AxisType.WARP)}
+    group = {r for r in axes(sink) if r.arg.axis_type in GROUP_TYPES}
     plans = [_plan(red, group) for red in reduces]
     sizes: dict[DType, int] = {}
     for red, (_, slots) in zip(reduces, plans):
