@@ -36,7 +36,7 @@ from unigrad.dtype import DType, dtypes
 from unigrad.ir.args import Fragment, TensorCore
 from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.uop import UOp
-from unigrad.render.c import FP8_HELPERS
+from unigrad.render.c import C_TYPES, FP8_HELPERS
 from unigrad.render.cstyle import CStyleLanguage, KernelSignature
 
 PRELUDE = """#define INFINITY __int_as_float(0x7f800000)
@@ -105,24 +105,8 @@ PACK2 = (
     "static inline unsigned pack2(unsigned short lo, unsigned short hi) { return (unsigned)lo | ((unsigned)hi << 16); }"
 )
 
-CUDA_TYPES: dict[DType, str] = {
-    dtypes.bool: "bool",
-    dtypes.int8: "signed char",
-    dtypes.int16: "short",
-    dtypes.int32: "int",
-    dtypes.int64: "long long",
-    dtypes.uint8: "unsigned char",
-    dtypes.uint16: "unsigned short",
-    dtypes.uint32: "unsigned int",
-    dtypes.uint64: "unsigned long long",
-    dtypes.float16: "float",  # computed in float, stored as 16 bits
-    dtypes.bfloat16: "float",
-    dtypes.fp8e4m3: "float",  # computed in float, stored as 8 bits
-    dtypes.fp8e5m2: "float",
-    dtypes.float32: "float",
-    dtypes.float64: "double",
-    dtypes.index: "long long",
-}
+# C's types, but C++'s bool, and float16 computed in float (stored as 16 bits, as bfloat16 and the fp8s are)
+CUDA_TYPES: dict[DType, str] = {**C_TYPES, dtypes.bool: "bool", dtypes.float16: "float"}
 # types computed in float: (storage type, float -> storage, storage -> float)
 STORED_AS: dict[DType, tuple[str, str, str]] = {
     dtypes.float16: ("unsigned short", "f32_to_f16", "f16_to_f32"),
