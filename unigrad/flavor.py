@@ -28,6 +28,8 @@ environment variable FLAVOR sets the start value.
 | a 0-d int Tensor as a slice bound | TypeError                               | accepted (its value)                    |
 | an unknown dtype name (sum(dtype= | AttributeError (no such dtypes member)  | TypeError                               |
 | 'floatx'))                        |                                         |                                         |
+| held lazy tensors a realize       | fused into it (not computed on their    | computed with it, once: later graphs    |
+| passes through                    | own; computed again when realized)      | read their buffers                      |
 
 (The per-field comments below are the reference; README's "Two flavors" section shows examples.) Not a field yet:
 tinygrad's lazy tensor reads buffers when realized (later writes show); both flavors keep torch's values-at-making
@@ -76,6 +78,10 @@ class Flavor:
     tensor_slice_bounds: bool
     # exception type for a dtype name that names no dtype (sum(dtype='floatx')): tinygrad looks it up as an attribute
     unknown_dtype_error: type[Exception]
+    # realizing a tensor also computes the live tensors (held by the program) its graph passes through, so each
+    # value is computed once, as torch's eager ops do (a sampling loop's `idx = cat(idx, nxt)` read by every step);
+    # tinygrad computes what realize names and fuses the rest into it (computing a held one again if it is realized)
+    compute_held_tensors: bool
 
 
 TINYGRAD = Flavor(
@@ -92,6 +98,7 @@ TINYGRAD = Flavor(
     non_int_size_error=ValueError,
     tensor_slice_bounds=False,
     unknown_dtype_error=AttributeError,
+    compute_held_tensors=False,
 )
 TORCH = Flavor(
     name="torch",
@@ -107,6 +114,7 @@ TORCH = Flavor(
     non_int_size_error=TypeError,
     tensor_slice_bounds=True,
     unknown_dtype_error=TypeError,
+    compute_held_tensors=True,
 )
 FLAVORS: dict[str, Flavor] = {f.name: f for f in (TINYGRAD, TORCH)}
 

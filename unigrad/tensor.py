@@ -470,6 +470,47 @@ def _writes_read_by(ts: tuple[Tensor, ...]) -> list[Tensor]:
     return [owner for node, owner in pending.items() if node not in nodes and _buffer_under(node.src[0]) in nodes]
 
 
+def _held_intermediates(ts: tuple[Tensor, ...]) -> list[Tensor]:
+    """The live lazy tensors, not among ts, that their graphs compute on the way (the torch flavor's
+    compute_held_tensors): realized with them, so a value the user holds is computed once (a sampling loop's
+    `idx = cat(idx, nxt)` stays one buffer instead of a graph of every earlier step). Views are left out (their base
+    is a tensor of its own, or cheap to read again), as are graphs of constants only."""
+    given = {id(t) for t in ts}
+    held: dict[UOp, Tensor] = {}
+    for t in _live_made(keep_realized=flavor.current().grad_unmarked_leaves):
+        u = t.uop
+        if id(t) not in given and u.op not in GroupOp.View and not _is_buffer_view(u) and u.src:
+            held.setdefault(u, t)
+    if not held:
+        return []
+    roots = {t.uop for t in ts}
+    walk = UOp(Ops.SINK, tuple(roots)).toposort(gate=lambda n: not _is_buffer_view(n))
+    return [held[n] for n in walk if n in held and n not in roots]
+
+
+def _share_results(done: dict[UOp, UOp], ts: tuple[Tensor, ...]) -> None:
+    """The live lazy tensors (not among ts) whose graphs hold a node just realized (in `done`: node -> the view of
+    its buffer) read that buffer from now on instead of computing the node again (tinygrad's realize updates every
+    tensor so). Only live tensors change: a graph built later from the same buffers (hash-consed to the same node)
+    is computed afresh, so a buffer written in between is read as it is then."""
+    given = {id(t) for t in ts}
+    live = [
+        t
+        for t in _live_made(keep_realized=flavor.current().grad_unmarked_leaves)
+        if id(t) not in given and not _is_buffer_view(t.uop)
+    ]
+    if not live:
+        return
+    sink = UOp(Ops.SINK, tuple(t.uop for t in live))
+    if not any(n in done for n in sink.toposort(gate=lambda n: n not in done and not _is_buffer_view(n))):
+        return
+    before = [t.uop for t in live]
+    for t, u in zip(live, sink.substitute(done, walk=lambda n: not _is_buffer_view(n)).src):
+        t.uop = u
+    if _checks:  # a queued check anchored in a rewritten graph is computed with its new graph
+        _move_anchors(before, [t.uop for t in live])
+
+
 def realize_readers(t: Tensor) -> None:
     """t's buffer is about to be written outside a kernel (a collective writing into it, unigrad.distributed): the
     live lazy tensors whose graphs read that buffer are computed first, so they keep the values from before the
@@ -983,8 +1024,13 @@ class Tensor(
                 ts = (*ts, *(c.summary for c in checks))
             else:  # kernelize: the checks follow their anchors into the new graphs
                 before = [t.uop for t in ts]
+        sharing = schedule is rt.realize and rt_jit.inside_jit() is None
         if rt_multi.used:  # a graph may hold multi-device nodes: lowered to per-device ones first
             schedule = functools.partial(rt_multi.schedule, schedule)
+        if sharing and flavor.current().compute_held_tensors and (held := _held_intermediates(ts)):
+            ts = (*ts, *held)
+        done: dict[UOp, UOp] = {}  # realized here: node -> its buffer's view, for the live graphs that hold it
+        unmarked_grads = flavor.current().grad_unmarked_leaves
         for dev in {t.device for t in ts}:
             group = [t for t in ts if t.device == dev]
             uops = _resolve_assigns([t.uop for t in group])
@@ -999,12 +1045,17 @@ class Tensor(
             for i, graph in zip(kept, _resolve_assigns([uops[i] for i in kept], ran)):
                 remember_graph(outs[i], graph)
             for t, u in zip(group, outs):
+                no_grads = Tensor.no_grad or not t.dtype.is_float
+                if t.uop is not u and (t._requires_grad is not None or not unmarked_grads or no_grads):
+                    done[t.uop] = u  # (an unmarked float one's graph stays: tinygrad's backward finds leaves in it)
                 t.uop = u
             for node, u in ran.items():
                 owner = _assign_owner.pop(node, None)  # no longer pending
                 _view_assigns.pop(node, None)
                 if owner is not None and owner.uop is node:
                     owner.uop = u
+        if sharing and done:
+            _share_results(done, ts)
         if before is not None:
             _move_anchors(before, [t.uop for t in ts])
         if checks:
