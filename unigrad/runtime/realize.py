@@ -8,6 +8,7 @@ Programs are compiled once per (device, kernel AST): expand -> isel -> linearize
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import time
@@ -214,9 +215,10 @@ def kernelize(uops: list[UOp], device: str) -> list[UOp]:
         return _kernelize(uops, device)[0]
 
 
-def _kernelize(uops: list[UOp], device: str) -> tuple[list[UOp], dict[str, int]]:
-    """kernelize, also returning the values of the bound Variables (the FUNCTION's trailing args)."""
-    cs, mapping, var_vals, _ = _instantiate(uops, device)
+def _kernelize(uops: list[UOp], device: str, nested: bool = False) -> tuple[list[UOp], dict[str, int]]:
+    """kernelize, also returning the values of the bound Variables (the FUNCTION's trailing args). nested: a
+    precompiled @function's arguments or body (no view offsets lifted: lift_varying_constants)."""
+    cs, mapping, var_vals, _ = _instantiate(uops, device, nested=nested)
     out = _launches(cs.body, mapping)
     return list(out.src), var_vals
 
@@ -239,7 +241,7 @@ def _launches(body: UOp, mapping: dict[UOp, UOp]) -> UOp:
 
 
 def _instantiate(
-    uops: list[UOp], device: str, share: bool = False
+    uops: list[UOp], device: str, share: bool = False, nested: bool = False
 ) -> tuple[CachedSchedule, dict[UOp, UOp], dict[str, int], bool]:
     """uops -> their cached schedule, the mapping of its placeholders to BUFFERs (fresh ones allocated) and bound
     Variables, the Variables' values, and whether every input is a plain BUFFER (no kernel of it left to run).
@@ -253,7 +255,7 @@ def _instantiate(
         verify_tensor_graph(sink)
     fn = callify(sink)
     if (fn.src[0], device) not in _schedule_cache and jit.capturing() is None:
-        fn = lift_varying_constants(fn, device)
+        fn = lift_varying_constants(fn, device, offsets=not nested)
     if config.SPEC.value:
         verify_function(fn)
     body, args = fn.src[0], fn.src[1:]
@@ -290,17 +292,22 @@ def _instantiate(
 
 @record
 class ConstantsSeen:
-    """A graph structure's value constants as last seen (their ConstArgs, one per use, in toposort order) and the
-    uses whose value has changed between two realizes: those are kernel arguments from then on."""
+    """A graph structure's value constants and view offsets as last seen (their ConstArgs, one per use, in toposort
+    order) and the uses whose value has changed between two realizes: those are kernel arguments from then on."""
 
     args: tuple[Any, ...]
     varying: frozenset[int]
 
 
 _constants_seen: LRUCache[UOp, ConstantsSeen] = LRUCache(lambda: config.SCHEDULE_CACHE.value)
-# shapes and index math stay static; masks fold; 16-bit and 8-bit floats stored as other types' bits (bfloat16, the
-# fp8s: a one-element buffer of them would need their encoding) stay constants
+# shapes and index math stay static (view offsets are lifted apart: _OFFSET_USES); masks fold; 16-bit and 8-bit
+# floats stored as other types' bits (bfloat16, the fp8s: a one-element buffer of them would need their encoding)
+# stay constants
 _NOT_VALUES = frozenset({dtypes.index, dtypes.bool, dtypes.bfloat16, *dtypes.fp8s})
+# (op, source index) of view offsets, per axis: a SHRINK's start and a PAD's place (both (T, o, s')); lifted into
+# bound Variables, never into buffers (they are index math)
+_VIEWS_WITH_OFFSETS = (Ops.SHRINK, Ops.PAD)
+_OFFSET_USES = frozenset((op, 1) for op in _VIEWS_WITH_OFFSETS)
 # (op, source index) of uses whose constant decides how the op is lowered, not only what it computes: a POW's
 # exponent (x**2 is x*x, x**0.5 torch's sqrt with sqrt(-0) = -0, a general exponent pow's law): never lifted
 _STATIC_USES = frozenset({(Ops.POW, 1)})
@@ -312,52 +319,102 @@ def _is_value(u: UOp) -> bool:
 
 def _constant_tree(u: UOp) -> bool:
     """A subgraph of constants only (callify marks it closed: no buffer or Variable below) holding a value CONST."""
-    return u.closed and any(_is_value(x) for x in u.toposort())
+    return u.closed and bool(_tree_kind(u) & _HAS_VALUES)
 
 
-def _rebuild_uses(body: UOp, use: Callable[[int, UOp], UOp]) -> UOp:
-    """body with each use of a constant subgraph (a source of a node that is not one, numbered in toposort order:
-    one that hash-consing shares between two nodes is two uses, so a value that happens to equal another constant
-    gives the same structure) replaced by use(number, subgraph)."""
+_HAS_VALUES, _HAS_VIEWS = 1, 2
+# what a constant subgraph holds (value CONSTs, SHRINK/PAD views), found once per subgraph: shapes and constants are
+# the same nodes realize after realize (hash-consing), and every use of each is looked at on each realize
+_tree_kinds: weakref.WeakKeyDictionary[UOp, int] = weakref.WeakKeyDictionary()
+
+
+def _tree_kind(tree: UOp) -> int:
+    kind = _tree_kinds.get(tree)
+    if kind is None:
+        kind = 0
+        for x in tree.toposort():
+            kind |= _HAS_VALUES if _is_value(x) else _HAS_VIEWS if x.op in _VIEWS_WITH_OFFSETS else 0
+        _tree_kinds[tree] = kind
+    return kind
+
+
+def _rebuild_uses(nodes: list[UOp], use: Callable[[UOp], UOp], offset: Callable[[UOp, int], UOp] | None = None) -> UOp:
+    """The body (nodes: its walk up to constant subgraphs, the body last) with each use of a constant subgraph (a
+    source of a node that is not one, in toposort order: one that hash-consing shares between two nodes is two uses,
+    so a value that happens to equal another constant gives the same structure) replaced by use(subgraph), and, when
+    `offset` is given, each constant offset of a view (a SHRINK's start or a PAD's place, per axis that has room for
+    more than one; those inside a constant subgraph first, before its use) by offset(const, room): the offset lies
+    in [0, room]."""
     memo: dict[UOp, UOp] = {}
-    n = 0
-    for u in body.toposort(gate=lambda x: not x.closed):
+    for u in nodes:
         if u.closed or not u.src:
             memo[u] = u
             continue
         new_src = []
         for i, x in enumerate(u.src):
-            if _constant_tree(x) and (u.op, i) not in _STATIC_USES:
-                new_src.append(use(n, x))
-                n += 1
+            if offset is not None and (u.op, i) in _OFFSET_USES and x.op is Ops.STACK and x.closed:
+                new_src.append(_rebuild_offsets(u, x, offset))
+            elif x.closed:
+                tree = x if offset is None or not _tree_kind(x) & _HAS_VIEWS else _rebuild_closed(x, offset)
+                new_src.append(use(tree) if _constant_tree(x) and (u.op, i) not in _STATIC_USES else tree)
             else:
                 new_src.append(memo[x])
         new = tuple(new_src)
         memo[u] = u if new == u.src else u.replace(src=new)
-    return memo[body]
+    return memo[nodes[-1]]
+
+
+def _rebuild_closed(tree: UOp, offset: Callable[[UOp, int], UOp]) -> UOp:
+    """A constant subgraph with the offsets of its views replaced (a mask or a value padded into place: x[i] = v)."""
+    memo: dict[UOp, UOp] = {}
+    for u in tree.toposort():
+        new = tuple(memo[x] for x in u.src)
+        if u.op in _VIEWS_WITH_OFFSETS and u.src[1].op is Ops.STACK:
+            new = (new[0], _rebuild_offsets(u, u.src[1], offset), *new[2:])
+        memo[u] = u if new == u.src else u.replace(src=new)
+    return memo[tree]
+
+
+def _rebuild_offsets(view: UOp, offsets: UOp, offset: Callable[[UOp, int], UOp]) -> UOp:
+    """A SHRINK's or PAD's offsets (STACK, one per axis) with each constant one that has room replaced by
+    offset(const, room); room is how far the view can move on that axis: |source size - view size|."""
+    entries = []
+    for o, n_in, n_out in zip(offsets.src, view.src[0].shape, view.shape, strict=True):
+        room = abs(n_in - n_out) if isinstance(n_in, int) and isinstance(n_out, int) else 0
+        entries.append(offset(o, room) if o.op is Ops.CONST and room > 0 else o)
+    return offsets.replace(src=tuple(entries))
 
 
 def _values_of(tree: UOp) -> list[UOp]:
     return [x for x in tree.toposort() if _is_value(x)]
 
 
-def lift_varying_constants(fn: UOp, device: str) -> UOp:
-    """A Python scalar that changes between realizes (a step counter, a learning rate, `x + i` in a loop) would make
-    each value a new schedule and new kernels. On a schedule-cache miss the callified FUNCTION's value constants are
-    compared, use by use, with the last graph of the same structure but for those values: the uses whose value
-    changed become kernel arguments (a one-element buffer each, a new input of the FUNCTION), so every later value
-    finds the same schedule and programs. The first value of a structure keeps its constants (and the folding they
-    allow), and so do constants that never change. Returns fn, or fn with those constants lifted."""
+def lift_varying_constants(fn: UOp, device: str, offsets: bool = True) -> UOp:
+    """A Python scalar that changes between realizes (a step counter, a learning rate, `x + i` in a loop, the index
+    of `data[i]`) would make each value a new schedule and new kernels. On a schedule-cache miss the callified
+    FUNCTION's value constants and view offsets are compared, use by use, with the last graph of the same structure
+    but for those: the uses that changed become kernel arguments, so every later value finds the same schedule and
+    programs. A value becomes a one-element buffer (a new input of the FUNCTION); a view offset (a SHRINK's start, a
+    PAD's place: `data[i]`, `x[i:i+8]` and their gradients) a bound Variable named by its use (`_off<k>`) in
+    [0, room], the symbolic-shape machinery, so the kernels index by it. Sizes stay static. The first value of a
+    structure keeps its constants (and the folding they allow), and so do those that never change. offsets=False
+    (a precompiled @function's nested schedules, whose Variables share one namespace with their caller's) lifts
+    values only. Returns fn, or fn with those constants lifted."""
     body = fn.src[0]
     uses: list[UOp] = []
 
-    def placeholder(k: int, tree: UOp) -> UOp:  # the tree with its values erased: a dict key, never run
+    def placeholder(tree: UOp) -> UOp:  # the tree with its values erased: a dict key, never run
         consts = _values_of(tree)
         uses.extend(consts)
         # numbered within the tree: a tree whose values coincide (one node shared) is another structure
         return tree.substitute({c: UOp(Ops.CONST, (), ("lifted", c.dtype, i)) for i, c in enumerate(consts)})
 
-    erased = _rebuild_uses(body, placeholder)
+    def offset_placeholder(const: UOp, room: int) -> UOp:  # a Variable: the tree's values are found around it
+        uses.append(const)
+        return _offset_variable(-1, room)
+
+    nodes = body.toposort(gate=lambda x: not x.closed)
+    erased = _rebuild_uses(nodes, placeholder, offset_placeholder if offsets else None)
     if not uses:
         return fn
     args = tuple(c.arg for c in uses)
@@ -368,10 +425,10 @@ def lift_varying_constants(fn: UOp, device: str) -> UOp:
         return fn
     n_buffers = sum(1 for a in fn.src[1:] if a.op is not Ops.PARAM)  # buffers come first, bound Variables after
     values: list[UOp] = []
+    bound: list[UOp] = []
+    counted = [0]  # constants met so far, over the uses in the order placeholder() met them (numbers in `varying`)
 
-    counted = [0]  # value constants met so far, over the uses in order (their numbers in `varying`)
-
-    def lift(k: int, tree: UOp) -> UOp:
+    def lift(tree: UOp) -> UOp:
         mapping = {}
         for const in _values_of(tree):
             if counted[0] in varying:
@@ -382,9 +439,25 @@ def lift_varying_constants(fn: UOp, device: str) -> UOp:
             counted[0] += 1
         return tree.substitute(mapping) if mapping else tree
 
-    lifted = _rebuild_uses(body, lift)
+    def lift_offset(const: UOp, room: int) -> UOp:
+        k = counted[0]
+        counted[0] += 1
+        if k not in varying:
+            return const
+        var = _offset_variable(k, room)
+        bound.append(var.bind(const.arg.value))
+        return var
+
+    lifted = _rebuild_uses(nodes, lift, lift_offset if offsets else None)
     args_in = fn.src[1:]
-    return fn.replace(src=(lifted, *args_in[:n_buffers], *values, *args_in[n_buffers:]))
+    return fn.replace(src=(lifted, *args_in[:n_buffers], *values, *args_in[n_buffers:], *bound))
+
+
+@functools.lru_cache(maxsize=4096)
+def _offset_variable(k: int, room: int) -> UOp:
+    """The Variable a lifted view offset becomes: named by its use's number k (the same in every graph of one
+    structure), in [0, room]. k = -1: the placeholder of an erased structure."""
+    return UOp.variable("_off" if k < 0 else f"_off{k}", 0, room)
 
 
 def _value_buffer(const: UOp, device: str) -> UOp:
@@ -403,9 +476,9 @@ def _lower_precompiled(sink: UOp, device: str, var_vals: dict[str, int]) -> UOp:
     calls = [u for u in sink.toposort(gate=lambda x: not is_buffer_input(x)) if is_traced_call(u)]
     mapping: dict[UOp, UOp] = {}
     for fn in dict.fromkeys(c.src[0] for c in calls):
-        args, vals = _kernelize(list(fn.src[1:]), device) if len(fn.src) > 1 else ([], {})
+        args, vals = _kernelize(list(fn.src[1:]), device, nested=True) if len(fn.src) > 1 else ([], {})
         body = fn.src[0].substitute({p: args[p.arg.slot] for p in function_params(fn)})
-        outs, out_vals = _kernelize(list(body.src), device)
+        outs, out_vals = _kernelize(list(body.src), device, nested=True)
         var_vals.update(vals, **out_vals)
         for c in calls:
             if c.src[0] is fn:
