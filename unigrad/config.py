@@ -85,6 +85,9 @@ NULL_RENDERER = _knob(
     "what DEVICE=NULL renders and compiles kernels as: C, CL, CUDA:sm_80, CUDA:sm_90, ...; empty: CUDA:sm_90 where "
     "NVRTC is found, else C",
 )
+JIT_GRAPH = _knob(
+    "JIT_GRAPH", int, 1, "1: TinyJit replays a step of CUDA kernels as one CUDA graph (0: kernel by kernel)"
+)
 POOL_SPIN_US = _knob(
     "POOL_SPIN_US", int, 1000, "microseconds an idle worker thread polls for the next kernel before it sleeps"
 )

@@ -11,6 +11,7 @@ Prepared for a machine with an NVIDIA H100/H200, PyTorch for CUDA and the NVRTC 
   tc      tensor cores (sm_80+): float16/bfloat16 matmuls, odd sizes (padded) and a convolution run with mma.sync
           (the kernel has a WMMA), bit for bit against numpy on small integers (exact sums: a lane layout that is
           wrong anywhere shows), within a tolerance against torch on normal data; matmul 4096 timed beside torch
+  jit     TinyJit: a small MLP's Adam step replayed as one CUDA graph matches kernel-by-kernel replays; both timed
   suite   test/ops/test_ops.py on DEVICE=CUDA (pytest -k CUDA, capped at SUITE_S seconds): its closing line
   bench   medians beside torch.cuda in this process: elementwise chain, sum, softmax rows, matmul 4096 fp32/fp16/bf16,
           a scaled copy (the device's copy bandwidth), one tiny kernel's whole cost. A call is timed from building
@@ -225,6 +226,62 @@ def tensor_cores() -> None:
         report(f"tc matmul{m} {dt} on tensor cores", wm, f"ratio to torch {t / tt:.2f} (target <= 2)")
 
 
+def jit() -> None:
+    """TinyJit on the GPU: an Adam step of a small MLP, replayed (as one CUDA graph on CUDA), gives eager's losses;
+    its replay time with the graph and kernel by kernel (JIT_GRAPH=0)."""
+    from unigrad import Context, TinyJit, nn, optim
+    from unigrad.runtime.cuda_graph import CUDAGraph
+
+    xs, ys = data((64, 64), dtypes.float32), rng.integers(0, 10, 64)
+
+    def trainer(graph: int) -> tuple[Callable[[], Tensor], Callable[[], object]]:
+        with Context(JIT_GRAPH=graph):
+            Tensor.manual_seed(3)
+            l1, l2 = nn.Linear(64, 128), nn.Linear(128, 10)
+            for p in (l1.weight, l1.bias, l2.weight, l2.bias):
+                p.to_(DEV)
+            opt = optim.Adam([l1.weight, l1.bias, l2.weight, l2.bias], lr=1e-3)
+            x, y = Tensor(xs, device=DEV).realize(), Tensor(ys, device=DEV).realize()
+
+            @Tensor.train()
+            def step(x: Tensor, y: Tensor) -> Tensor:
+                opt.zero_grad()
+                loss = l2(l1(x).relu()).sparse_categorical_crossentropy(y)
+                loss.backward()
+                Tensor.realize(loss, *opt.schedule_step())
+                return loss
+
+            jitted = TinyJit(step)
+
+        def run() -> Tensor:
+            with Context(JIT_GRAPH=graph):  # read when the plan is made (the second call)
+                return jitted(x, y)
+
+        return run, (lambda: jitted.plan)  # type: ignore[attr-defined]
+
+    eager_losses: list[float] = []
+    graph_losses: list[float] = []
+    for graph in (1, 0):
+        run, plan = trainer(graph)
+        losses = [float(run().numpy()) for _ in range(6)]
+        if graph == 0:
+            eager_losses = losses
+            continue
+        p = plan()
+        on_graph = isinstance(getattr(p, "graph", None), CUDAGraph)
+        report("TinyJit replays as a CUDA graph", on_graph or DEV != "CUDA", f"{type(getattr(p, 'graph', None))}")
+        graph_losses = losses
+    report("TinyJit graph replays match kernel-by-kernel replays", np.allclose(graph_losses, eager_losses, rtol=1e-5))
+    sync = _sync(Device[DEV])
+    for graph in (1, 0):
+        run, _ = trainer(graph)
+        for _ in range(3):
+            run()
+        t = median_s(run, sync, runs=20)
+        RESULTS[f"jit_mlp_step_graph{graph}_ms"] = t * 1e3
+        print(f"TinyJit MLP Adam step on {DEV}, JIT_GRAPH={graph}: {t * 1e3:.3f} ms")
+
+
 def suite() -> None:
     cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-k", DEV, "-p", "no:cacheprovider", "test/ops/test_ops.py"]
     try:
@@ -294,7 +351,15 @@ def bench() -> None:
     print("---- bench (one call each: building the graph, realize, kernels; medians)\n" + "\n".join(rows))
 
 
-PHASES = {"info": info, "ops": ops, "errors": errors, "tc": tensor_cores, "suite": suite, "bench": bench}
+PHASES = {
+    "info": info,
+    "ops": ops,
+    "errors": errors,
+    "tc": tensor_cores,
+    "jit": jit,
+    "suite": suite,
+    "bench": bench,
+}
 
 
 def main() -> int:

@@ -275,6 +275,24 @@ int cuEventRecord(void *e, void *s) { return 0; }
 int cuEventSynchronize(void *e) { return 0; }
 int cuEventElapsedTime_v2(float *ms, void *a, void *b) { *ms = 0.5f; return 0; }
 int cuEventDestroy_v2(void *e) { return 0; }
+typedef struct { void *func; unsigned grid[3], block[3], shared; void **params; void **extra; void *kern, *ctx; } KP;
+int graph_nodes, graph_launches, node_updates, node_deps[64]; unsigned node_dims[64][6]; u64 node_params[64][3];
+static void record_node(int i, const KP *p) {  /* the test's kernels take three arguments */
+  memcpy(node_dims[i], p->grid, sizeof node_dims[i]);
+  for (int k = 0; k < 3; k++) node_params[i][k] = *(u64 *)p->params[k];
+}
+int cuGraphCreate(void **g, unsigned f) { *g = (void *)0x50; graph_nodes = 0; return 0; }
+int cuGraphAddKernelNode_v2(void **node, void *g, void **deps, size_t n, const KP *p) {
+  int i = graph_nodes++;
+  if (n != (i > 0) || (n && deps[0] != (void *)(long)i)) return 1;  /* each node after the one before */
+  node_deps[i] = (int)n; record_node(i, p); *node = (void *)(long)(i + 1);
+  return 0;
+}
+int cuGraphInstantiateWithFlags(void **e, void *g, u64 f) { *e = (void *)0x60; return 0; }
+int cuGraphExecKernelNodeSetParams_v2(void *e, void *node, const KP *p) { record_node((int)(long)node - 1, p); node_updates++; return 0; }
+int cuGraphLaunch(void *e, void *s) { graph_launches++; return 0; }
+int cuGraphExecDestroy(void *e) { return 0; }
+int cuGraphDestroy(void *g) { return 0; }
 """
 
 
@@ -362,3 +380,48 @@ def test_fake_driver_launch_sizes_and_arguments(fake_gpu) -> None:
         program(bufs, {"n": 1}, grid=(1, 70000, 1))
     with pytest.raises(CompileError, match=r"refused the CUBIN of k: CUDA_ERROR_INVALID_IMAGE \(200\)"):
         dev.program("k", b"not a cubin", sig)
+
+
+@needs_nvrtc
+def test_fake_driver_jit_plan_replays_as_one_cuda_graph(fake_gpu) -> None:
+    """A TinyJit plan of kernels on one GPU runs as one CUDA graph: built on the first call (a node per kernel, each
+    after the one before), then each call updates only the nodes whose arguments changed and launches once."""
+    import ctypes
+
+    from unigrad.render.cstyle import KernelSignature
+    from unigrad.runtime.cuda_graph import CUDAGraph
+    from unigrad.runtime.jit import JitPlan
+
+    dev, fake = fake_gpu
+    sig = KernelSignature("k", ((0, dtypes.float32), (1, dtypes.float32)), ("n",), 0, (40, 2), (128, 2))
+    fixed_sig = KernelSignature(
+        "f", ((0, dtypes.float32), (1, dtypes.float32), (2, dtypes.float32)), (), 0, (8,), (32,)
+    )
+    cubin = dev.compiler.compile('extern "C" __global__ void k(float *a) {}')
+    k, f = dev.program("k", cubin, sig), dev.program("f", cubin, fixed_sig)
+
+    def buf():
+        return type("B", (), {"handle": dev.allocator.alloc(64, dtypes.float32, 16)})()
+
+    a, b, c, x, y = (buf() for _ in range(5))
+    # input slot 0 read by the first and last kernels; the middle one reads and writes fixed buffers only
+    steps = [(k, [a, None], [(1, 0)]), (f, [b, a, c], []), (k, [c, None], [(1, 0)])]
+    plan = JitPlan(steps, {"n": 3}, [], 3, 0, 0)
+    assert isinstance(plan.graph, CUDAGraph)
+    count = {name: ctypes.c_int.in_dll(fake, name) for name in ("graph_nodes", "graph_launches", "node_updates")}
+    nodes = (ctypes.c_uint64 * 3 * 64).in_dll(fake, "node_params")
+    plan.run([x], {})
+    assert (count["graph_nodes"].value, count["graph_launches"].value, count["node_updates"].value) == (3, 1, 0)
+    assert list(nodes[0]) == [a.handle.ptr, x.handle.ptr, 3] and list(nodes[2]) == [c.handle.ptr, x.handle.ptr, 3]
+    assert list(nodes[1]) == [b.handle.ptr, a.handle.ptr, c.handle.ptr]
+    plan.run([x], {})  # nothing changed: launched as it is
+    assert (count["graph_launches"].value, count["node_updates"].value) == (2, 0)
+    plan.run([y], {})  # a new input buffer: the two nodes reading it
+    assert (count["graph_launches"].value, count["node_updates"].value) == (3, 2)
+    assert nodes[0][1] == nodes[2][1] == y.handle.ptr
+    plan.run([y], {"n": 7})  # a Variable's value: the nodes of the kernel taking it
+    assert count["node_updates"].value == 4 and nodes[0][2] == nodes[2][2] == 7
+    assert count["graph_nodes"].value == 3  # built once
+    with Context(JIT_GRAPH=0):
+        assert JitPlan(steps, {"n": 3}, [], 3, 0, 0).graph is None
+    assert CUDAGraph.of([(None, [a, b], [])]) is None  # a copy between devices: kernel by kernel

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import field
 from typing import Any
 
+from unigrad import config
 from unigrad.helpers import record
 from unigrad.pipeline.memplan import first_written, plan_memory
 from unigrad.runtime import Buffer
@@ -114,6 +115,7 @@ class JitPlan:
 
     def __post_init__(self) -> None:
         self.calls = [_bind(prog, bufs, holes) for prog, bufs, holes in self.steps]
+        self.graph = _graph_of(self.steps)  # the device's runner of all steps at once (a CUDA graph), or None
 
     @property
     def flops(self) -> int:
@@ -134,8 +136,20 @@ class JitPlan:
 
     def run(self, inputs: list[Buffer], var_vals: dict[str, int]) -> None:
         vals = self.var_vals if not var_vals else {**self.var_vals, **var_vals}
+        if self.graph is not None:
+            self.graph(inputs, vals)
+            return
         for call in self.calls:
             call(inputs, vals)
+
+
+def _graph_of(steps: list[tuple[Callable[..., None] | None, list[Buffer | None], list[tuple[int, int]]]]) -> Any:
+    """A runner of every step at once that the steps' device offers (`program.graph(steps)`: CUDA graphs), or None:
+    JIT_GRAPH=0, DEBUG=2 (kernels timed one by one), no steps, or a device without one."""
+    if not steps or not config.JIT_GRAPH.value or config.DEBUG.value >= 2:
+        return None
+    make = getattr(steps[0][0], "graph", None)
+    return make(steps) if make is not None else None
 
 
 def _bind(

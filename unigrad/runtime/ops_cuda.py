@@ -36,6 +36,7 @@ from unigrad.pipeline.optimize.opts import Target
 from unigrad.render.cstyle import KernelSignature
 from unigrad.render.cuda import CUDALanguage, tensor_cores_for
 from unigrad.runtime import Allocator, Compiled, Compiler, CompileError, DeviceName, Lowered, disk_cache, to_numpy_dtype
+from unigrad.runtime.cuda_graph import CUDAGraph
 from unigrad.runtime.support import cuda, nvrtc
 
 FORMAT = 2  # bump when what a cached CUBIN holds changes (2: sealed, disk_cache.seal)
@@ -296,6 +297,8 @@ def _dims(size: tuple[int, ...], what: str) -> tuple[int, int, int]:
 
 class CUDAProgram:
     """One kernel of a CUBIN, loaded on one GPU."""
+
+    graph = staticmethod(CUDAGraph.of)  # TinyJit replays a plan of kernels of one GPU as one CUDA graph
 
     def __init__(self, ctx: CUDAContext, name: str, binary: bytes, sig: KernelSignature) -> None:
         self.ctx, self.name, self.sig = ctx, name, sig

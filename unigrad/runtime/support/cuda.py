@@ -57,6 +57,15 @@ SIGNATURES: dict[str, tuple[str, tuple[Any, ...]]] = {
     "cuEventSynchronize": ("cuEventSynchronize", (P,)),
     "cuEventElapsedTime": ("cuEventElapsedTime_v2", (P, P, P)),  # CUDA 12.8+; older drivers: the plain name
     "cuEventDestroy": ("cuEventDestroy_v2", (P,)),
+    # CUDA graphs (TinyJit's replays): kernel nodes take CUDA_KERNEL_NODE_PARAMS_v2 (the v1 layout plus two trailing
+    # pointers, so an old driver's plain entry point reads it too)
+    "cuGraphCreate": ("cuGraphCreate", (P, UINT)),
+    "cuGraphAddKernelNode": ("cuGraphAddKernelNode_v2", (P, P, P, SIZE, P)),
+    "cuGraphInstantiateWithFlags": ("cuGraphInstantiateWithFlags", (P, P, U64)),
+    "cuGraphExecKernelNodeSetParams": ("cuGraphExecKernelNodeSetParams_v2", (P, P, P)),
+    "cuGraphLaunch": ("cuGraphLaunch", (P, P)),
+    "cuGraphExecDestroy": ("cuGraphExecDestroy", (P,)),
+    "cuGraphDestroy": ("cuGraphDestroy", (P,)),
 }
 
 # ---------------------------------------------------------------- constants (cuda.h)
