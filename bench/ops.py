@@ -4,7 +4,7 @@ Each case builds the op on realized inputs, realizes it, and is timed against th
 2 threads) in one process run, taking turns call by call; its first result is checked against PyTorch's. The
 cases are the ones users reach for beside the suite's workloads: movement (transpose, permute, pad), pooling,
 normalization, activations, reductions along either axis, scans, cat of many pieces, indexing (embedding lookup,
-gather, masked_select, topk, sort), attention scores, convolutions with few input channels, and matmuls with a
+data[i].item() over new Python ints i, gather, masked_select, topk, sort), attention scores, convolutions with few input channels, and matmuls with a
 transposed operand.
 
 Output: a table of medians (ms) and unigrad / torch ratios (> 1: unigrad is slower), then one line `JSON: {...}`.
@@ -58,6 +58,15 @@ def embedding_grad_t(w: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     return leaf.grad
 
 
+def items_u(data: Tensor, rows: Any) -> Tensor:
+    """data[i].item() for a batch of rows never read before (a Dataset's __getitem__): one kernel serves every i."""
+    return Tensor([data[int(i)].item() for i in next(rows)])
+
+
+def items_t(data: torch.Tensor, rows: Any) -> torch.Tensor:
+    return torch.tensor([data[int(i)].item() for i in next(rows)])
+
+
 def cases(q: int) -> list[tuple[str, Callable[[], Tensor], Callable[[], torch.Tensor], float]]:
     """(name, unigrad op, torch op, tolerance) at sizes divided by q (1: full, 4: quick)."""
     rng = np.random.default_rng(0)
@@ -76,6 +85,9 @@ def cases(q: int) -> list[tuple[str, Callable[[], Tensor], Callable[[], torch.Te
     ug, tg = Tensor(gidx).realize(), torch.from_numpy(gidx)
     lw, lb = Tensor.ones(768).realize(), Tensor.zeros(768).realize()
     cat_u, cat_t = zip(*(pair(64 // q, 256) for _ in range(64)))
+    items = rng.standard_normal(30000, dtype=np.float32)
+    (ud, td), order = (Tensor(items).realize(), torch.from_numpy(items)), rng.permutation(29952).reshape(-1, 64)
+    rows_u, rows_t = iter(order), iter(order)  # the same new rows on both sides, call by call
     q_u, k_u = ux[:, :, :64], ux[:, :, 64:128]
     q_t, k_t = tx[:, :, :64], tx[:, :, 64:128]
     return [
@@ -105,6 +117,7 @@ def cases(q: int) -> list[tuple[str, Callable[[], Tensor], Callable[[], torch.Te
         ("masked_select", lambda: ua.masked_select(ua > 0.5), lambda: ta.masked_select(ta > 0.5), 0),
         ("embedding lookup x[idx]", lambda: ue[ui], lambda: te[ti], 0),
         ("embedding gradient", lambda: embedding_grad_u(ue, ui), lambda: embedding_grad_t(te, ti), 1e-4),
+        ("data[i].item(), 64 new i per call", lambda: items_u(ud, rows_u), lambda: items_t(td, rows_t), 0),
         ("gather 16 per row", lambda: ua.gather(1, ug), lambda: ta.gather(1, tg), 0),
         (
             "q @ k^T, softmax",

@@ -145,3 +145,17 @@ def test_with_a_symbolic_size():
     for k, i in [(4, 3), (9, 40), (20, 0), (4, 63), (31, 17)]:
         got = (x[: n.bind(k)].sum() + x[i]).item()
         assert got == xn[:k].sum() + xn[i], (k, i)
+
+
+def test_offsets_and_values_varying_together():
+    """x[i] * s: the offset a Variable, the scale a one-element buffer; a use that starts varying later (s from the
+    tenth call on) costs one more schedule, then every call hits."""
+    xn = np.random.default_rng(6).standard_normal((50, 8)).astype(np.float32)
+    x = Tensor(xn).realize()
+
+    def loop():
+        for k in range(40):
+            i, s = (7 * k) % 50, 1.5 if k < 10 else 0.25 * k
+            np.testing.assert_array_equal((x[i] * s).numpy(), xn[i] * np.float32(s), err_msg=f"k={k}")
+
+    assert _programs(loop) <= 3

@@ -297,6 +297,12 @@ class ConstantsSeen:
 
     args: tuple[Any, ...]
     varying: frozenset[int]
+    # the body with those uses lifted, the same for every later graph of the structure (on `device`), and which uses
+    # it takes as value buffers and as bound Variables, in order: a later graph needs only its own arguments
+    device: str = ""
+    lifted: UOp | None = None
+    value_uses: tuple[int, ...] = ()
+    offset_uses: tuple[tuple[int, UOp], ...] = ()
 
 
 _constants_seen: LRUCache[UOp, ConstantsSeen] = LRUCache(lambda: config.SCHEDULE_CACHE.value)
@@ -317,18 +323,16 @@ def _is_value(u: UOp) -> bool:
     return u.op is Ops.CONST and u.dtype not in _NOT_VALUES
 
 
-def _constant_tree(u: UOp) -> bool:
-    """A subgraph of constants only (callify marks it closed: no buffer or Variable below) holding a value CONST."""
-    return u.closed and bool(_tree_kind(u) & _HAS_VALUES)
-
-
 _HAS_VALUES, _HAS_VIEWS = 1, 2
-# what a constant subgraph holds (value CONSTs, SHRINK/PAD views), found once per subgraph: shapes and constants are
-# the same nodes realize after realize (hash-consing), and every use of each is looked at on each realize
+# what a constant subgraph (callify marks it closed: no buffer or Variable below) holds (value CONSTs, SHRINK/PAD
+# views), found once per subgraph: shapes and constants are the same nodes realize after realize (hash-consing), and
+# every use of each is looked at on each realize
 _tree_kinds: weakref.WeakKeyDictionary[UOp, int] = weakref.WeakKeyDictionary()
 
 
 def _tree_kind(tree: UOp) -> int:
+    if not tree.src:
+        return _HAS_VALUES if _is_value(tree) else 0
     kind = _tree_kinds.get(tree)
     if kind is None:
         kind = 0
@@ -355,8 +359,9 @@ def _rebuild_uses(nodes: list[UOp], use: Callable[[UOp], UOp], offset: Callable[
             if offset is not None and (u.op, i) in _OFFSET_USES and x.op is Ops.STACK and x.closed:
                 new_src.append(_rebuild_offsets(u, x, offset))
             elif x.closed:
-                tree = x if offset is None or not _tree_kind(x) & _HAS_VIEWS else _rebuild_closed(x, offset)
-                new_src.append(use(tree) if _constant_tree(x) and (u.op, i) not in _STATIC_USES else tree)
+                kind = _tree_kind(x)
+                tree = _rebuild_closed(x, offset) if offset is not None and kind & _HAS_VIEWS else x
+                new_src.append(use(tree) if kind & _HAS_VALUES and (u.op, i) not in _STATIC_USES else tree)
             else:
                 new_src.append(memo[x])
         new = tuple(new_src)
@@ -420,12 +425,20 @@ def lift_varying_constants(fn: UOp, device: str, offsets: bool = True) -> UOp:
     args = tuple(c.arg for c in uses)
     seen = _constants_seen.get(erased)
     varying = frozenset() if seen is None else seen.varying | {k for k, a in enumerate(args) if a != seen.args[k]}
+    n_buffers = sum(1 for a in fn.src[1:] if a.op is not Ops.PARAM)  # buffers come first, bound Variables after
+    args_in = fn.src[1:]
+    if seen is not None and seen.lifted is not None and seen.varying == varying and seen.device == device:
+        seen.args = args
+        values = [_value_buffer(uses[k], device) for k in seen.value_uses]
+        bound = [var.bind(uses[k].arg.value) for k, var in seen.offset_uses]
+        return fn.replace(src=(seen.lifted, *args_in[:n_buffers], *values, *args_in[n_buffers:], *bound))
     _constants_seen[erased] = ConstantsSeen(args, varying)
     if not varying:
         return fn
-    n_buffers = sum(1 for a in fn.src[1:] if a.op is not Ops.PARAM)  # buffers come first, bound Variables after
-    values: list[UOp] = []
-    bound: list[UOp] = []
+    values = []
+    bound = []
+    value_uses: list[int] = []
+    offset_uses: list[tuple[int, UOp]] = []
     counted = [0]  # constants met so far, over the uses in the order placeholder() met them (numbers in `varying`)
 
     def lift(tree: UOp) -> UOp:
@@ -433,6 +446,7 @@ def lift_varying_constants(fn: UOp, device: str, offsets: bool = True) -> UOp:
         for const in _values_of(tree):
             if counted[0] in varying:
                 slot = n_buffers + len(values)
+                value_uses.append(counted[0])
                 values.append(_value_buffer(const, device))
                 param = UOp(Ops.PARAM, (UOp.shape_src((1,)),), ParamArg(slot, const.dtype, device, AddrSpace.GLOBAL))
                 mapping[const] = UOp(Ops.RESHAPE, (param, UOp.shape_src(())))
@@ -445,11 +459,12 @@ def lift_varying_constants(fn: UOp, device: str, offsets: bool = True) -> UOp:
         if k not in varying:
             return const
         var = _offset_variable(k, room)
+        offset_uses.append((k, var))
         bound.append(var.bind(const.arg.value))
         return var
 
     lifted = _rebuild_uses(nodes, lift, lift_offset if offsets else None)
-    args_in = fn.src[1:]
+    _constants_seen[erased] = ConstantsSeen(args, varying, device, lifted, tuple(value_uses), tuple(offset_uses))
     return fn.replace(src=(lifted, *args_in[:n_buffers], *values, *args_in[n_buffers:], *bound))
 
 
