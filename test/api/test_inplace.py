@@ -170,3 +170,27 @@ def test_dtype_helpers():
     y = Tensor.zeros(2, 3, dtype="int16")
     assert y.element_size() == 2 and y.nbytes() == 12 and not y.is_floating_point()
     assert x.double().element_size() == torch.zeros(1, dtype=torch.float64).element_size()
+
+
+@pytest.mark.parametrize(
+    "shape,mshape",
+    [((3, 4), (3, 4)), ((3, 4), (3,)), ((2, 3, 5), (2, 3)), ((1,), (1,)), ((0, 3), (0, 3)), ((7,), (7,))],
+)
+@pytest.mark.parametrize("value", [-float("inf"), 2.5, "tensor"])
+def test_bool_mask_setitem_is_a_masked_fill(shape, mshape, value):
+    """x[mask] = v with one value is torch's masked_fill: no kernel runs at the assignment (the general path would
+    find the mask's positions first, a realize per call of a sampling loop), and the values are torch's."""
+    rng = np.random.default_rng(len(shape))
+    a, m = rng.standard_normal(shape).astype(np.float32), rng.random(mshape) > 0.5
+    x, mask = Tensor(a) * 1, Tensor(m) & True  # lazy both
+    v = Tensor([2.5]) if value == "tensor" else value
+    before = rt.stats.kernels
+    x[mask] = v
+    assert rt.stats.kernels == before
+    t = torch.tensor(a)
+    t[torch.tensor(m)] = torch.tensor([2.5]) if value == "tensor" else value
+    np.testing.assert_array_equal(x.numpy(), t.numpy())
+    base = Tensor(a).realize()  # a filled buffer: written in place, its views see it
+    view = base.reshape(-1)
+    base[Tensor(m)] = v
+    np.testing.assert_array_equal(view.numpy(), t.numpy().reshape(-1))

@@ -82,6 +82,28 @@ CAT_GROUP, CAT_TREE_MIN = 4, 1 << 16  # cat merges more pieces than this, of tha
 SORT_NETWORK_MIN = 64  # sort (and topk of more than TOPK_SELECT) over more elements than this: a sorting network
 
 
+def _masked_fill(x: Tensor, index: Any, value: Any) -> Tensor | None:
+    """x[mask] = value for a bool tensor mask over x's leading dims and one value (a Python scalar or a one-element
+    tensor): torch's masked_fill, a where() with no data-dependent shape (the general path finds the mask's positions
+    first, a realize). None for any other index or value."""
+    from unigrad.tensor import Tensor
+
+    if not (isinstance(index, Tensor) and index.dtype is dtypes.bool and 0 < index.ndim <= x.ndim):
+        return None
+    if tuple(index.shape) != tuple(x.shape[: index.ndim]) or index.device != x.device:
+        return None
+    if isinstance(value, Tensor):
+        if value.numel() != 1 or value.ndim > 1 or value.device != x.device:
+            return None
+        v = value.reshape(()).cast(x.dtype)
+    elif isinstance(value, (bool, int, float)):
+        v = Tensor(value, dtype=x.dtype, device=x.device)
+    else:
+        return None
+    mask = index.reshape(*index.shape, *(1,) * (x.ndim - index.ndim)).expand(x.shape)
+    return mask.where(v.expand(x.shape), x)
+
+
 def _writes_in_place(t: Tensor) -> bool:
     """Whether t is a view of a buffer that a setitem may write in place: on one device, a chain of movement ops
     (or detach) over a BUFFER or an assign, with no EXPAND (several elements would share one memory location) and
@@ -1085,10 +1107,23 @@ class MovementMixin:
         changes t, as in torch and tinygrad). Otherwise (a lazy tensor, or a value that requires grad) the
         assignment is functional: this Tensor's graph becomes where(indexed region, value, old). `value` is cast
         to this tensor's dtype and broadcast to self[index]'s shape."""
-        from unigrad.tensor import Tensor
-
         if self.requires_grad and self.is_leaf:
             raise RuntimeError("__setitem__: a leaf Variable that requires grad is being used in an in-place operation")
+        if (new := _masked_fill(self, index, value)) is None:
+            new = self._set_indexed(index, value)
+            if new is None:  # nothing is written
+                return
+        if not new.requires_grad and _writes_in_place(self):  # views of the buffer see it (torch, tinygrad)
+            self.assign(new)
+            return
+        self.uop = new.uop
+        if new.requires_grad:  # a value that requires grad makes self a non-leaf that does
+            self._requires_grad = True
+
+    def _set_indexed(self: Tensor, index: Any, value: Tensor | ConstType) -> Tensor | None:
+        """The tensor self[index] = value makes (None when the indexed region is empty)."""
+        from unigrad.tensor import Tensor
+
         plan = _index_plan(self, index)
         x = _basic_index(self, plan)
         target = _advanced_get(x, plan).shape if plan.adv else x.shape
@@ -1103,19 +1138,13 @@ class MovementMixin:
             )
         v = v.reshape(vshape)
         if any(isinstance(d, int) and d == 0 for d in target):  # nothing is written
-            return
+            return None
         v = v.cast(self.dtype).expand(target)
         region = _advanced_set(x, plan, v) if plan.adv else v
         full = _basic_unindex(region, plan, self.shape)
         ones = Tensor.ones(plan.basic_shape, dtype=dtypes.bool, device=self.device)
         mask = _basic_unindex(ones, plan, self.shape)
-        new = mask.where(full, self)
-        if not new.requires_grad and _writes_in_place(self):  # views of the buffer see it (torch, tinygrad)
-            self.assign(new)
-            return
-        self.uop = new.uop
-        if new.requires_grad:  # a value that requires grad makes self a non-leaf that does
-            self._requires_grad = True
+        return mask.where(full, self)
 
     def __iter__(self: Tensor) -> Any:
         if self.ndim == 0:
