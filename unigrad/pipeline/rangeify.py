@@ -518,6 +518,7 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
         )
         if reduced_above[u] and u.op is Ops.REDUCE and _big_reduce(u):
             realize.add(u)
+    _materialize_reindexed_reduces(topo, consumers, realize)
     # an elementwise value read by two kernels or more is materialized when recomputing it reads SHARED_LOADS
     # buffers or more: a residual stream x = x + f(x) would otherwise be re-added from every earlier layer's
     # output in each kernel that reads it (quadratic in depth). A REDUCE read by two kernels or more always is:
@@ -539,6 +540,35 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
         feeds[u] = ks
     _cap_kernel_bodies(topo, realize)
     return realize
+
+
+_REINDEX = frozenset({*GroupOp.View, Ops.REDUCE}) - {Ops.RESHAPE}  # ops that read their source at other indices
+
+
+def _materialize_reindexed_reduces(topo: list[UOp], consumers: dict[UOp, list[UOp]], realize: set[UOp]) -> None:
+    """Materialize each REDUCE that its kernel reads through two different chains of views (or reductions): fused,
+    the kernel holds its reduce loop once per chain. The gradient of a cat of chunks (an LSTM's four gates) pads
+    each chunk's gradient into place; each chunk reads h @ W_hh at its own offset, so the gate backward held four
+    copies of the reduction and of the math around it (2.5k ops, 36 s of gcc once upcast). A chain is numbered
+    by (view, the chain above it); up to two distinct chains are kept per value, consumers first."""
+    ids: dict[tuple[UOp, int], int] = {}
+    chains: dict[UOp, tuple[int, ...]] = {}
+    for u in reversed(topo):
+        seen: tuple[int, ...] = ()
+        if u not in realize:
+            for c in consumers[u]:
+                if c in realize or not (c.op in GroupOp.ALU or c.op in GroupOp.View or c.op is Ops.REDUCE):
+                    above: tuple[int, ...] = (0,)  # a kernel's root (or a boundary): read at the root's own index
+                elif c.op in _REINDEX:
+                    above = tuple(ids.setdefault((c, k), len(ids) + 1) for k in chains[c])
+                else:
+                    above = chains[c]
+                for k in above:
+                    if k not in seen and len(seen) < 2:
+                        seen = (*seen, k)
+            if u.op is Ops.REDUCE and len(seen) == 2:
+                realize.add(u)
+        chains[u] = seen if u not in realize else (0,)
 
 
 def _cap_kernel_bodies(topo: list[UOp], realize: set[UOp]) -> None:

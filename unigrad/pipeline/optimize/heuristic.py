@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from unigrad.dtype import dtypes
 from unigrad.ir.args import AxisType
 from unigrad.ir.ops import TRANSCENDENTAL_OPS, GroupOp, Ops
 from unigrad.ir.symbolic import split_terms
@@ -60,7 +61,10 @@ TILE_SMALL = (4, 2)  # output axes tiled beside vector lanes on a reduce axis (s
 # convolution: co 8 x batch 4 6.0 ms against 10.9 for co 8 x 4 lanes of ow; 30-wide rows 334 -> 36 ms)
 SCALAR_TILE = ((8, 4, 2), (4, 2))
 PANEL_BYTES = 4 << 20  # a matmul's B panel over this is cut into blocks (this machine: 1 MiB L2 per core, 32 MiB L3)
-MAX_TILE_BODY = 16384  # UOps of the reduce body times its upcast copies: bigger tiles only slow the C compiler
+# UOps of the kernel (a transcendental counting its decomposition) times the tile's copies: the tile copies the
+# whole body, the elementwise math after the reduce too (an LSTM's gate backward under its h @ W_hh: 2.5k ops upcast
+# 32x was 4.4 MB of C, 36-76 s of gcc); bigger tiles only slow the C compiler
+MAX_TILE_BODY = 16384
 TRANSPOSE_STRIDE = 256  # a load this many elements apart along the store's contiguous axis makes a kernel a transpose
 # ... whose store's contiguous axis is also upcast this much: a block of lanes x rows, each store line written several
 # elements at a time (Zen 3, A/B of the same kernels: a 2048^2 transpose 7.4 -> 4.9 ms, (32, 64, 32, 32) to
@@ -129,7 +133,7 @@ def _register_tile(
     in it (split accumulators, one vector each), and two output axes that complement each other's reuse (co: the
     input loads do not depend on it; ci: the gradient loads do not) take a small tile. Every tile's accumulators
     (vectors) fit in half of the target's vector registers."""
-    body = max(len(u.src[0].toposort()) for u in sink.toposort() if u.op is Ops.REDUCE)
+    body = _kernel_body(sink)
     loads = _load_indices(sink)
     accumulators = max(1, target.vector_registers // 2)
     itemsize = _acc_itemsize(sink)
@@ -275,9 +279,21 @@ def _gated(sink: UOp) -> bool:
     return any(u.op is Ops.LOAD and len(u.src) == 3 for u in sink.toposort())
 
 
+def _stays_scalar(sink: UOp) -> bool:
+    """The kernel's lanes will stay scalar copies: a gated load, or a load of bools (isel's vector selection takes
+    neither), so an UPCAST copies the body once per lane into the C source."""
+    return any(u.op is Ops.LOAD and (len(u.src) == 3 or u.dtype is dtypes.bool) for u in sink.toposort())
+
+
+def _kernel_body(sink: UOp) -> int:
+    """UOps of the kernel, a transcendental counting TRANSCENDENTAL_OPS (its decomposition): what each copy of the
+    body an UPCAST or UNROLL makes costs the C compiler."""
+    return sum(TRANSCENDENTAL_OPS if _costly(u) else 1 for u in sink.toposort())
+
+
 def _scalar_copies(sink: UOp) -> int:
     """Accumulators (a power of two up to SPLIT_ACC) whose scalar copies of the body stay under SCALAR_BODY."""
-    body = sum(TRANSCENDENTAL_OPS if _costly(u) else 1 for u in sink.toposort())
+    body = _kernel_body(sink)
     acc = SPLIT_ACC
     while acc > 1 and body * acc > SCALAR_BODY:
         acc //= 2
@@ -329,6 +345,8 @@ def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
     elif outputs and len(sink.toposort()) <= MAX_VECTOR_BODY:  # vector lanes pay at any size (threads do not)
         r = outputs[-1]
         lanes = _vector_lanes(sink, r, target.vector_bytes)
+        if _stays_scalar(sink) and _kernel_body(sink) * lanes > SCALAR_BODY:
+            lanes = 0  # scalar lanes are one copy of the body each: an LSTM's gate backward (bool masks) was 6k lines
         if lanes > 1 and (other := _transpose_axis(sink, outputs)) is not None:
             r = other  # a transpose: lanes along the loads' contiguous axis, the stores scattered
         if lanes > 1 and sizes[rs.index(r)] % lanes == 0 and sizes[rs.index(r)] > lanes:
