@@ -15,7 +15,7 @@ from unigrad.ir.args import AxisType, KernelInfo
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize import Opt, OptError, OptOps, Target, apply_opt, axes, optimize
-from unigrad.pipeline.optimize.heuristic import CHUNK_WORK, hand_coded_opts
+from unigrad.pipeline.optimize.heuristic import CHUNK_WORK, MAX_TILE_BODY, _kernel_body, hand_coded_opts
 from unigrad.runtime import Buffer, Device
 from unigrad.runtime import realize as rt
 from unigrad.runtime.cpu_pool import n_threads, pool
@@ -582,3 +582,30 @@ def test_expand_copies_are_the_substituted_bodies():
     copies = expand._copies(tiled, ranges)
     assert len(copies) == 32 and len(set(copies)) == 32
     assert all(c is tiled.substitute(m) for c, m in zip(copies, expand._combos(ranges)))
+
+
+def test_heuristics_bound_the_copies_of_a_big_body() -> None:
+    """An UPCAST copies the whole kernel body: a register tile counts the math after the reduce too (an LSTM's gate
+    backward under h @ W_hh, 2.5k ops tiled 32x, was 4.4 MB of C and 36-76 s of gcc), and an elementwise kernel
+    that stays scalar (a bool load: no vector selection) takes lanes only while its copies stay under SCALAR_BODY.
+    A small body keeps its tile and its lanes; the results equal numpy's."""
+    (a, an), (w, wn) = realized(8, 64, device="CPU"), realized(64, 64, device="CPU")
+    y, yn = a @ w, an @ wn
+    for _ in range(12):
+        y, yn = (y * 0.5).sigmoid().tanh(), np.tanh(1 / (1 + np.exp(-yn * 0.5)))
+    ast, bufs = kernel_of(y, "CPU")
+    copies = [o.arg[0] for o in hand_coded_opts(ast, avx512(2)) if o.arg[1] is U]
+    assert np.prod(copies) * _kernel_body(ast) <= MAX_TILE_BODY and np.prod(copies) < 16, copies
+    np.testing.assert_allclose(run(ast, bufs, None, "CPU"), yn.reshape(-1), rtol=1e-4, atol=1e-5)
+    ast, _ = kernel_of((a @ w).sigmoid(), "CPU")
+    assert np.prod([o.arg[0] for o in hand_coded_opts(ast, avx512(2)) if o.arg[1] is U]) >= 16
+    m = Tensor(rng.random((8, 64)) > 0.5).realize()
+    z, zn = a, an
+    for _ in range(6):
+        z, zn = m.where(z.sin(), z.tanh()), np.where(m.numpy(), np.sin(zn), np.tanh(zn))
+    ast, bufs = kernel_of(z, "CPU")
+    assert any(u.op is Ops.LOAD and u.dtype.is_bool for u in ast.toposort())
+    assert [o for o in hand_coded_opts(ast, avx512(2)) if o.arg[1] is U] == []
+    np.testing.assert_allclose(run(ast, bufs, None, "CPU"), zn.reshape(-1), rtol=1e-4, atol=1e-5)
+    ast, _ = kernel_of(m.where(a, 0.0), "CPU")
+    assert [o.arg[1] for o in hand_coded_opts(ast, avx512(2))] == [U]
