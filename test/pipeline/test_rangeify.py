@@ -402,3 +402,29 @@ def test_lstm_training_graph_kernels_stay_small():
     target = Device["CPU"].target
     biggest = max((len(rt.lower("CPU", optimize(k, target)).src), k.arg.name) for k in ks)
     assert biggest[0] < 250_000, biggest
+
+
+def test_reduce_under_a_pad_is_materialized():
+    """A cat of Linear outputs (a sequence model's per-step predictions): fused, each piece's reduce loop ran for
+    every element of the cat, the padding's included (199 loops per element: 161 ms a step). Each reduce gets its
+    kernel (one program: the same AST over other buffers) and the cat reads their buffers."""
+    rng = np.random.default_rng(5)
+    wn, hn = rng.standard_normal((1, 8)).astype(np.float32), rng.standard_normal((20, 5, 8)).astype(np.float32)
+    w = Tensor(wn).realize()
+    out = Tensor.cat(*[Tensor(h).realize() @ w.T for h in hn], dim=1)
+    ks = _kernels(out)
+    assert [sum(u.op is Ops.REDUCE for u in k.toposort()) for k in ks] == [1] * 20 + [0]
+    assert len({k for k in ks[:-1]}) == 1
+    np.testing.assert_allclose(out.numpy(), (hn @ wn.T)[..., 0].T, rtol=1e-5, atol=1e-5)
+
+
+def test_cat_of_many_pieces_merges_in_groups():
+    """A cat of more than CAT_MAX_PIECES small pieces is merged in groups: one kernel holding a 199-deep where chain
+    (199 time steps' outputs under an MSE loss) took 2.6 s of gcc."""
+    from unigrad.api.movement import CAT_MAX_PIECES
+
+    pn = np.random.default_rng(6).standard_normal((199, 7, 1)).astype(np.float32)
+    out = Tensor.cat(*[Tensor(p).realize() for p in pn], dim=1)
+    loss = (out * out).sum()
+    assert max(_reads(k) for k in _kernels(loss)) <= CAT_MAX_PIECES
+    np.testing.assert_allclose(loss.numpy(), (pn * pn).sum(), rtol=1e-4)

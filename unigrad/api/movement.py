@@ -79,6 +79,9 @@ def _select_sum(x: Tensor, axis: int | tuple[int, ...]) -> Tensor:
 
 TOPK_SELECT = 16  # topk picks up to this many elements one at a time; more come from every element's rank
 CAT_GROUP, CAT_TREE_MIN = 4, 1 << 16  # cat merges more pieces than this, of that many elements in all, in a tree
+# ... and more than CAT_MAX_PIECES pieces of any size in groups of that many: a kernel holds every piece's code (a
+# cat of 199 time steps' (97, 1) outputs under an MSE loss was one 199-deep where chain: 2.6 s of gcc)
+CAT_MAX_PIECES = 32
 SORT_NETWORK_MIN = 64  # sort (and topk of more than TOPK_SELECT) over more elements than this: a sorting network
 
 
@@ -647,10 +650,12 @@ class MovementMixin:
         if len(parts) == 1:
             return parts[0]
         numel = sum(t.numel() for t in parts)
-        if len(parts) > CAT_GROUP and isinstance(numel, int) and numel >= CAT_TREE_MIN:
+        big = len(parts) > CAT_GROUP and isinstance(numel, int) and numel >= CAT_TREE_MIN
+        if big or len(parts) > CAT_MAX_PIECES:
             # every output element tests each piece's range: cat groups into buffers first, so it tests at most
             # CAT_GROUP per level (64 pieces of 64x256: 83 -> 15 ms)
-            groups = [parts[i : i + CAT_GROUP] for i in range(0, len(parts), CAT_GROUP)]
+            group = CAT_GROUP if big else CAT_MAX_PIECES
+            groups = [parts[i : i + group] for i in range(0, len(parts), group)]
             parts = [g[0].cat(*g[1:], dim=d).contiguous() if len(g) > 1 else g[0] for g in groups]
             return parts[0].cat(*parts[1:], dim=d)
         total: sint = 0
