@@ -28,7 +28,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from unigrad.dtype import DType, dtypes
-from unigrad.helpers import record
+from unigrad.helpers import LRUCache, record
 from unigrad.ir.args import AddrSpace, AxisType, KernelInfo, LoadArg, ParamArg, ReduceArg
 from unigrad.ir.ops import TRANSCENDENTAL_OPS, GroupOp, Ops
 from unigrad.ir.pattern import PatternMatcher, UPat, graph_rewrite
@@ -425,12 +425,28 @@ def build_kernel(
     if out_buffer is not None:
         mapping[out_buffer] = out
     local = value.substitute(mapping) if mapping else value
+    view = None if out_view is None or _strip_views(out_view) is out_buffer else out_view.substitute({out_buffer: out})
+    if (sink := _built.get((local, out, view))) is None:
+        sink = _built[(local, out, view)] = _build_kernel(local, out, view)
+    return sink, leaves
+
+
+# kernels built, by (value over PARAMs, output PARAM, output view), the BUILT_KERNELS most recently used: an unrolled
+# loop materializes the same kernel once per step over other buffers (an LSTM LM step: 1576 kernels, about 200
+# distinct), and building one (pushing the indices, simplifying) takes milliseconds
+BUILT_KERNELS = 1024
+_built: LRUCache[tuple[UOp, UOp, UOp | None], UOp] = LRUCache(lambda: BUILT_KERNELS)
+
+
+def _build_kernel(local: UOp, out: UOp, view: UOp | None) -> UOp:
+    """The kernel storing `local` (a value over PARAMs 1..n) into `out` (PARAM 0), through `view` of it if any."""
+    shape = local.shape
     ctx = RangeifyCtx(pure={})
     idxs = [UOp.index_const(0) if s == 1 else ctx.new_range(s) for s in shape]
-    if out_view is None or _strip_views(out_view) is out_buffer:  # a row-major view: the flat index
+    if view is None:  # a row-major view: the flat index
         where, gate = flatten_index(tuple(idxs), shape), TRUE
     else:  # the view's index math, as a load through it would have: padding the view adds is not written
-        where, gate = view_index(out_view.substitute({out_buffer: out}), tuple(idxs))
+        where, gate = view_index(view, tuple(idxs))
     dest = (UOp(Ops.INDEX, (out, where)), _index(local, idxs, TRUE))
     store = UOp(Ops.STORE, dest if gate is TRUE else (*dest, gate))
     for r in reversed(idxs):
@@ -439,7 +455,7 @@ def build_kernel(
     sink = UOp(Ops.SINK, (store,))
     sink = graph_rewrite(sink, pm_push_index, ctx, bottom_up=False)
     sink = graph_rewrite(sink, pm_simplify_kernel)
-    return sink.replace(arg=KernelInfo(kernel_name(sink))), leaves
+    return sink.replace(arg=KernelInfo(kernel_name(sink)))
 
 
 def reads_output_elsewhere(ast: UOp) -> bool:
