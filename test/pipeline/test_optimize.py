@@ -609,3 +609,7 @@ def test_heuristics_bound_the_copies_of_a_big_body() -> None:
     np.testing.assert_allclose(run(ast, bufs, None, "CPU"), zn.reshape(-1), rtol=1e-4, atol=1e-5)
     ast, _ = kernel_of(m.where(a, 0.0), "CPU")
     assert [o.arg[1] for o in hand_coded_opts(ast, avx512(2))] == [U]
+    ast, bufs = kernel_of(z.sum(1), "CPU")  # a reduction of that body: fewer split accumulators, as a gated one
+    (opt,) = hand_coded_opts(ast, avx512(2))
+    assert opt.arg[1] is R and opt.arg[0] < 32
+    np.testing.assert_allclose(run(ast, bufs, None, "CPU"), zn.sum(1), rtol=1e-4, atol=1e-4)

@@ -15,7 +15,7 @@ In: a kernel SINK from rangeify and the Target (threads, vector width and regist
   - column reductions (x.sum(0): the loads contiguous in the innermost output, not in the reduce axis): vector
     lanes on that output axis, the reduce loop whole (`_column_lanes`);
   - other reductions: split accumulators (the innermost reduce axis unrolled into independent partial sums;
-    fewer when a gated load keeps the kernel scalar and its body is big); a short row reduction (a row max, a
+    fewer when a gated or bool load keeps the kernel scalar and its body is big); a short row reduction (a row max, a
     matrix-vector product) takes a few rows at once, one vector of accumulators each (`_reduce_rows`);
   - elementwise kernels: the innermost output axis upcast by one vector's lanes where the store is contiguous
     in it (isel's vector selection makes the lanes one vector op; render/c.py renders vector types), or, for a
@@ -45,10 +45,10 @@ SPLIT_ACC = 32  # independent accumulators of a reduction
 # ... a rounding sum reduced a few rows at a time (one vector of accumulators per row) adds at most this many values
 # into one accumulator, as 32 accumulators do over a 4096 row (a max is exact in any order: no limit)
 MAX_CHAIN = 128
-# ... fewer when a gated load (padding) keeps the kernel scalar (isel does not vectorize it; gcc's own vectorizer
-# does, for a small body): its C is one copy of the body per accumulator, held under SCALAR_BODY (a 40-op body
-# with sines over a padded row was 10k lines and 7 s of gcc). A transcendental counts TRANSCENDENTAL_OPS (its
-# decomposition)
+# ... fewer when a gated load (padding) or a bool load keeps the kernel scalar (isel does not vectorize it; gcc's
+# own vectorizer does, for a small body): its C is one copy of the body per accumulator, held under SCALAR_BODY (a
+# 40-op body with sines over a padded row was 10k lines and 7 s of gcc). A transcendental counts TRANSCENDENTAL_OPS
+# (its decomposition)
 SCALAR_BODY = 2048
 # matmul register tile: amounts to try (largest first) for the outer and the inner (vector) axis, the first whose
 # accumulators fit in half the vector registers: 8 x 16 floats on AVX-512 (8 of 32 zmm), 4 x 16 on AVX2 (8 of 16
@@ -274,14 +274,9 @@ def _costly(u: UOp) -> bool:
     return u.op in GroupOp.Transcendental and not is_cheap_pow(u)
 
 
-def _gated(sink: UOp) -> bool:
-    """The kernel has a gated load (a LOAD with an alternative value and a gate: padding)."""
-    return any(u.op is Ops.LOAD and len(u.src) == 3 for u in sink.toposort())
-
-
 def _stays_scalar(sink: UOp) -> bool:
-    """The kernel's lanes will stay scalar copies: a gated load, or a load of bools (isel's vector selection takes
-    neither), so an UPCAST copies the body once per lane into the C source."""
+    """The kernel's lanes will stay scalar copies: a gated load (padding), or a load of bools (isel's vector
+    selection takes neither), so an UPCAST or UNROLL copies the body once per lane into the C source."""
     return any(u.op is Ops.LOAD and (len(u.src) == 3 or u.dtype is dtypes.bool) for u in sink.toposort())
 
 
@@ -329,7 +324,7 @@ def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
     elif reduces:
         r = reduces[-1]
         rows = None
-        if _gated(sink):
+        if _stays_scalar(sink):
             acc = _scalar_copies(sink)
         elif (columns := _column_lanes(sink, outputs, r, target, lambda x: sizes[rs.index(x)])) is not None:
             acc = 1  # one accumulator per output lane: the lanes are the columns
