@@ -382,7 +382,9 @@ def unrealize(u: UOp, memo: dict[UOp, UOp], realized: dict[UOp, UOp]) -> UOp:
     memo maps each realized value met to its unrealized graph; `realized` is a snapshot of realized_from (a
     plain dict: the walk asks every node, and a WeakKeyDictionary answers in Python)."""
     mapping: dict[UOp, UOp] = {}
-    for n in u.toposort(gate=lambda x: x not in realized):
+    # no gradient flows through a DETACH: a realized value only under one (a recurrent state carried over from the
+    # last step, h.detach()) is left as it is, and a graph with nothing else realized is not rebuilt at all
+    for n in u.toposort(gate=lambda x: x not in realized and x.op is not Ops.DETACH):
         if n in realized:
             if n not in memo:
                 memo[n] = unrealize(realized[n], memo, realized)
