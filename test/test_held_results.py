@@ -153,3 +153,22 @@ def test_multi_device_live_graph_reads_a_realized_node():
         a.realize()
         assert b.uop is not before and a.uop in b.uop.toposort()
     np.testing.assert_allclose(b.numpy(), np.exp(x_np) + 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("flavor", ["tinygrad", "torch"])
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_tensors_of_one_graph_stay_apart(flavor, contiguous):
+    """Two tensors made alike (hash-consed to one graph) are two tensors: realizing and writing one leaves the other."""
+    with Context(FLAVOR=flavor):
+        a, b = Tensor.zeros(3, 4), Tensor.zeros(3, 4)
+        if contiguous:
+            a, b = a.contiguous(), b.contiguous()
+        v = b.reshape(12)  # a view of b's graph
+        a.realize()
+        a.assign(Tensor.ones(3, 4)).realize()
+        b[0] = 5
+        np.testing.assert_array_equal(a.numpy(), np.ones((3, 4)))
+        want = np.zeros((3, 4))
+        want[0] = 5
+        np.testing.assert_array_equal(b.numpy(), want)
+        np.testing.assert_array_equal(v.numpy(), np.zeros(12))

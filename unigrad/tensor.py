@@ -488,16 +488,28 @@ def _held_intermediates(ts: tuple[Tensor, ...]) -> list[Tensor]:
     return [held[n] for n in walk if n in held and n not in roots]
 
 
+def _views_of(u: UOp, nodes: Mapping[UOp, UOp]) -> bool:
+    """u is one of nodes, or movement ops over one."""
+    while True:
+        if u in nodes:
+            return True
+        if u.op not in GroupOp.View:
+            return False
+        u = u.src[0]
+
+
 def _share_results(done: dict[UOp, UOp], ts: tuple[Tensor, ...]) -> None:
     """The live lazy tensors (not among ts) whose graphs hold a node just realized (in `done`: node -> the view of
     its buffer) read that buffer from now on instead of computing the node again (tinygrad's realize updates every
     tensor so). Only live tensors change: a graph built later from the same buffers (hash-consed to the same node)
     is computed afresh, so a buffer written in between is read as it is then."""
     given = {id(t) for t in ts}
+    # a tensor that is the realized node itself or a view of it (another tensor hash-consed to the same graph:
+    # two `zeros(3)`) stays lazy: as a view of that buffer, writes through either would reach the other
     live = [
         t
         for t in _live_made(keep_realized=flavor.current().grad_unmarked_leaves)
-        if id(t) not in given and not _is_buffer_view(t.uop)
+        if id(t) not in given and not _is_buffer_view(t.uop) and not _views_of(t.uop, done)
     ]
     if not live:
         return
@@ -1024,10 +1036,13 @@ class Tensor(
                 ts = (*ts, *(c.summary for c in checks))
             else:  # kernelize: the checks follow their anchors into the new graphs
                 before = [t.uop for t in ts]
-        sharing = schedule is rt.realize and rt_jit.inside_jit() is None
+        # a jitted function's realizes share too: TinyJit forgets the tensors made before it runs (_made), so only
+        # its own lazy tensors read its buffers, and a replay runs the kernels in the same order
+        sharing = schedule is rt.realize
         if rt_multi.used:  # a graph may hold multi-device nodes: lowered to per-device ones first
             schedule = functools.partial(rt_multi.schedule, schedule)
-        if sharing and flavor.current().compute_held_tensors and (held := _held_intermediates(ts)):
+        held_too = sharing and flavor.current().compute_held_tensors and rt_jit.inside_jit() is None
+        if held_too and (held := _held_intermediates(ts)):
             ts = (*ts, *held)
         done: dict[UOp, UOp] = {}  # realized here: node -> its buffer's view, for the live graphs that hold it
         unmarked_grads = flavor.current().grad_unmarked_leaves
