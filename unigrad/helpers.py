@@ -163,22 +163,26 @@ def tree_flatten(
     (each object once with dedupe, by identity). Any other value v goes into the structure as other(v), which
     may raise to refuse it."""
     leaves: list[Any] = []
-    seen: dict[int, int] = {}
+    return _flatten(x, is_leaf, other, {} if dedupe else None, leaves), leaves
 
-    def walk(v: Any) -> Any:
-        if is_leaf(v):
-            if dedupe and id(v) in seen:
+
+def _flatten(
+    v: Any, is_leaf: Callable[[Any], bool], other: Callable[[Any], Any], seen: dict | None, leaves: list
+) -> Any:
+    """tree_flatten's walk (a plain function: a recursive closure would be a reference cycle keeping the leaves, often
+    tensors, alive until the garbage collector runs)."""
+    if is_leaf(v):
+        if seen is not None:
+            if id(v) in seen:
                 return Slot(seen[id(v)])
             seen[id(v)] = len(leaves)
-            leaves.append(v)
-            return Slot(len(leaves) - 1)
-        if isinstance(v, (list, tuple)):
-            return type(v)(walk(e) for e in v)
-        if isinstance(v, dict):
-            return {k: walk(e) for k, e in v.items()}
-        return other(v)
-
-    return walk(x), leaves
+        leaves.append(v)
+        return Slot(len(leaves) - 1)
+    if isinstance(v, (list, tuple)):
+        return type(v)(_flatten(e, is_leaf, other, seen, leaves) for e in v)
+    if isinstance(v, dict):
+        return {k: _flatten(e, is_leaf, other, seen, leaves) for k, e in v.items()}
+    return other(v)
 
 
 def tree_fill(structure: Any, leaves: Sequence[Any]) -> Any:

@@ -32,6 +32,7 @@ def callify(sink: UOp) -> UOp:
     walk = _Walk()
     body = walk.rebuild_any(sink)
     bound = sorted(walk.bound, key=lambda v: v.arg.name)
+    walk.bodies.clear()  # the inner walks refer to this dict: a cycle holding their graphs until gc runs
     return UOp(Ops.FUNCTION, (UOp(Ops.TUPLE, body.src), *walk.args, *bound))
 
 
@@ -167,25 +168,32 @@ def inline_functions(root: UOp, keep: Callable[[UOp], bool] = lambda fn: False) 
     """root with every GETTUPLE(FUNCTION) of @function replaced by its body element, PARAM(k) -> a_k (spec: a
     FUNCTION resolved by substitution), innermost first. FUNCTIONs for which `keep` holds stay (their bodies and
     arguments are inlined inside)."""
-    memo: dict[UOp, UOp] = {}
+    return _Inliner(keep).walk(root)
 
-    def walk(u: UOp) -> UOp:
+
+class _Inliner:
+    """inline_functions' walk (methods, not closures calling each other: those would be a reference cycle holding the
+    graphs until the garbage collector runs)."""
+
+    def __init__(self, keep: Callable[[UOp], bool]) -> None:
+        self.keep, self.memo = keep, {}
+
+    def walk(self, u: UOp) -> UOp:
         mapping: dict[UOp, UOp] = {}
         for n in u.toposort(gate=lambda x: not is_traced_call(x)):
             if is_traced_call(n):
-                mapping[n] = resolve(n)
+                mapping[n] = self.resolve(n)
         return u.substitute(mapping) if mapping else u
 
-    def resolve(call: UOp) -> UOp:
+    def resolve(self, call: UOp) -> UOp:
+        memo = self.memo
         if call not in memo:
             fn = call.src[0]
-            body = walk(fn.src[0])
-            args = tuple(walk(a) for a in fn.src[1:])
+            body = self.walk(fn.src[0])
+            args = tuple(self.walk(a) for a in fn.src[1:])
             new_fn = fn.replace(src=(body, *args))
-            if keep(fn):
+            if self.keep(fn):
                 memo[call] = call.replace(src=(new_fn,))
             else:
                 memo[call] = body.src[call.arg].substitute(function_params(new_fn))
         return memo[call]
-
-    return walk(root)
