@@ -229,28 +229,16 @@ def tensor_cores() -> None:
 def jit() -> None:
     """TinyJit on the GPU: an Adam step of a small MLP, replayed (as one CUDA graph on CUDA), gives eager's losses;
     its replay time with the graph and kernel by kernel (JIT_GRAPH=0)."""
-    from unigrad import Context, TinyJit, nn, optim
+    from bench.jit import make_step
+    from unigrad import Context, TinyJit
     from unigrad.runtime.cuda_graph import CUDAGraph
 
     xs, ys = data((64, 64), dtypes.float32), rng.integers(0, 10, 64)
 
     def trainer(graph: int) -> tuple[Callable[[], Tensor], Callable[[], object]]:
         with Context(JIT_GRAPH=graph):
-            Tensor.manual_seed(3)
-            l1, l2 = nn.Linear(64, 128), nn.Linear(128, 10)
-            for p in (l1.weight, l1.bias, l2.weight, l2.bias):
-                p.to_(DEV)
-            opt = optim.Adam([l1.weight, l1.bias, l2.weight, l2.bias], lr=1e-3)
             x, y = Tensor(xs, device=DEV).realize(), Tensor(ys, device=DEV).realize()
-
-            @Tensor.train()
-            def step(x: Tensor, y: Tensor) -> Tensor:
-                opt.zero_grad()
-                loss = l2(l1(x).relu()).sparse_categorical_crossentropy(y)
-                loss.backward()
-                Tensor.realize(loss, *opt.schedule_step())
-                return loss
-
+            step = make_step(3, DEV)
             jitted = TinyJit(step)
 
         def run() -> Tensor:
