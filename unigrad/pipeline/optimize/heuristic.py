@@ -56,6 +56,7 @@ SCALAR_BODY = 2048
 # Zen 5 and a 2-core Zen 3)
 TILE_OUTER = (8, 4, 2)
 TILE_INNER = (16, 8, 4)
+PAD_WASTE = 8  # a register tile's rows are padded to a whole tile when that adds at most 1/PAD_WASTE of the rows
 TILE_SMALL = (4, 2)  # output axes tiled beside vector lanes on a reduce axis (split accumulators)
 # amounts for the first and second output axis of a tile without vector lanes (Zen 3, a (64, 3, 32, 32) by (16, 3, 5, 5)
 # convolution: co 8 x batch 4 6.0 ms against 10.9 for co 8 x 4 lanes of ow; 30-wide rows 334 -> 36 ms)
@@ -122,7 +123,7 @@ def _contiguous_in(idx: UOp, r: UOp) -> bool:
 
 def _register_tile(
     sink: UOp, outputs: list[UOp], reduce: UOp, size_of: Callable[[UOp], int], target: Target
-) -> list[tuple[UOp, int, AxisType]]:
+) -> list[tuple[UOp, int, AxisType | None]]:
     """Register tiling of a matmul-like kernel (a reduce under two or more output axes): (axis, amount, type) splits.
 
     Vector lanes go on the innermost output axis when the store is contiguous in it (matmul C[m, n] = A[m, k] B[k, n]:
@@ -141,8 +142,8 @@ def _register_tile(
     def registers(elements: int) -> int:  # vector registers that many accumulated elements take
         return -(-elements * itemsize // target.vector_bytes) if target.vector_bytes else elements
 
-    def fit(r: UOp, amounts: tuple[int, ...], copies: int) -> int | None:
-        size = size_of(r)
+    def fit(r: UOp, amounts: tuple[int, ...], copies: int, size: int | None = None) -> int | None:
+        size = size_of(r) if size is None else size
         ok = (a for a in amounts if size % a == 0 and size > a and body * copies * a <= MAX_TILE_BODY)
         return next((a for a in ok if registers(copies * a) <= accumulators), None)
 
@@ -155,9 +156,18 @@ def _register_tile(
 
     def with_inner_lanes(lanes: int) -> list[tuple[UOp, int, AxisType]]:
         varying = [idx for idx in loads if inner in idx.toposort()]
-        for outer in sorted(reversed(outputs[:-1]), key=lambda r: -len(reuse(r, varying))):  # stable: innermost
-            if (amount := fit(outer, TILE_OUTER, lanes)) is not None:  # first of equals
-                return [(outer, amount, AxisType.UPCAST), (inner, lanes, AxisType.UPCAST)]
+        order = sorted(reversed(outputs[:-1]), key=lambda r: -len(reuse(r, varying)))  # stable: innermost first
+        found = [(outer, amount) for outer in order if (amount := fit(outer, TILE_OUTER, lanes)) is not None]
+        if not found or found[0][1] < TILE_OUTER[0]:
+            # no full-height tile divides the rows (66 = 2 x 3 x 11 tokens): rows padded up to one, when that adds
+            # at most 1/PAD_WASTE of the work (a 66x384 @ 384x1536 in 2-row tiles ran at a third of 64 rows' speed)
+            m = TILE_OUTER[0]
+            for outer in order:
+                padded = -(-size_of(outer) // m) * m
+                if (padded - size_of(outer)) * PAD_WASTE <= size_of(outer) and fit(outer, (m,), lanes, padded) == m:
+                    return [(outer, m, None), (outer, m, AxisType.UPCAST), (inner, lanes, AxisType.UPCAST)]
+        if found:
+            return [(found[0][0], found[0][1], AxisType.UPCAST), (inner, lanes, AxisType.UPCAST)]
         return [(inner, lanes, AxisType.UPCAST)]
 
     if inner_lanes is not None and inner_lanes >= full:
@@ -319,7 +329,12 @@ def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
     if matmul_like:  # register tiles pay at any size (threads do not)
         tile = _register_tile(sink, outputs, reduces[-1], lambda r: sizes[rs.index(r)], target)
         for r, amount, kind in tile:
-            split(r, amount, kind)
+            if kind is None:  # PADTO a multiple of amount first (the padded rows are computed, not stored)
+                opts.append(Opt(OptOps.PADTO, rs.index(r), amount))
+                sizes[rs.index(r)] = -(-sizes[rs.index(r)] // amount) * amount
+            else:
+                split(r, amount, kind)
+        tile = [t for t in tile if t[2] is not None]
         blocks = _panel_blocks(sink, tile, lambda r: sizes[rs.index(r)])
     elif reduces:
         r = reduces[-1]
