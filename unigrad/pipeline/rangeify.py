@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator
 
+from unigrad import config
 from unigrad.dtype import DType, dtypes
 from unigrad.helpers import LRUCache, record
 from unigrad.ir.args import AddrSpace, AxisType, KernelInfo, LoadArg, ParamArg, ReduceArg
@@ -431,11 +432,11 @@ def build_kernel(
     return sink, leaves
 
 
-# kernels built, by (value over PARAMs, output PARAM, output view), the BUILT_KERNELS most recently used: an unrolled
-# loop materializes the same kernel once per step over other buffers (an LSTM LM step: 1576 kernels, about 200
-# distinct), and building one (pushing the indices, simplifying) takes milliseconds
-BUILT_KERNELS = 1024
-_built: LRUCache[tuple[UOp, UOp, UOp | None], UOp] = LRUCache(lambda: BUILT_KERNELS)
+# kernels built, by (value over PARAMs, output PARAM, output view), as many as the SCHEDULE_CACHE knob keeps
+# schedules (the most recently used): an unrolled loop materializes the same kernel once per step over other buffers
+# (an LSTM LM step: 1576 kernels, about 200 distinct), and building one (pushing the indices, simplifying) takes
+# milliseconds; bounded by the knob, a process making ever new kernels does not grow by them
+_built: LRUCache[tuple[UOp, UOp, UOp | None], UOp] = LRUCache(lambda: config.SCHEDULE_CACHE.value)
 
 
 def _build_kernel(local: UOp, out: UOp, view: UOp | None) -> UOp:
