@@ -15,7 +15,6 @@ import argparse
 import importlib.util
 import json
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -24,6 +23,8 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from bench.ops import median_ms
 
 ROOT = Path(__file__).resolve().parents[1]
 SENTENCES = [
@@ -114,13 +115,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     assert err < 1e-4, f"minilm: the embeddings differ from torch's by {err}"
     for _ in range(2):
         run_ours(), run_theirs()
-    times: tuple[list[float], list[float]] = ([], [])
-    for _ in range(runs):
-        for fn, ts in zip((run_ours, run_theirs), times):
-            t = time.perf_counter()
-            fn()
-            ts.append(time.perf_counter() - t)
-    ug, th = statistics.median(times[0]) * 1e3, statistics.median(times[1]) * 1e3
+    ug, th = median_ms((run_ours, run_theirs), runs)  # taking turns
     tokens = int(mask.sum())
     print(
         f"all-MiniLM-L6-v2, {len(SENTENCES)} sentences ({tokens} tokens, padded to {ids.shape[1]}); "

@@ -474,7 +474,7 @@ def _held_intermediates(ts: tuple[Tensor, ...]) -> list[Tensor]:
     """The live lazy tensors, not among ts, that their graphs compute on the way (the torch flavor's
     compute_held_tensors): realized with them, so a value the user holds is computed once (a sampling loop's
     `idx = cat(idx, nxt)` stays one buffer instead of a graph of every earlier step). Views are left out (their base
-    is a tensor of its own, or cheap to read again), as are graphs of constants only."""
+    is a tensor of its own, or cheap to read again), as are bare leaves (a CONST)."""
     given = {id(t) for t in ts}
     held: dict[UOp, Tensor] = {}
     for t in _live_made(keep_realized=flavor.current().grad_unmarked_leaves):

@@ -98,13 +98,13 @@ def _masked_fill(x: Tensor, index: Any, value: Any) -> Tensor | None:
     if isinstance(value, Tensor):
         if value.numel() != 1 or value.ndim > 1 or value.device != x.device:
             return None
-        v = value.reshape(()).cast(x.dtype)
+        v = value.reshape(()).cast(x.dtype).expand(x.shape)
     elif isinstance(value, (bool, int, float)):
-        v = Tensor(value, dtype=x.dtype, device=x.device)
+        v = x._const_like(value, x.dtype)
     else:
         return None
     mask = index.reshape(*index.shape, *(1,) * (x.ndim - index.ndim)).expand(x.shape)
-    return mask.where(v.expand(x.shape), x)
+    return mask.where(v, x)
 
 
 def _writes_in_place(t: Tensor) -> bool:

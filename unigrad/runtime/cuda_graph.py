@@ -49,6 +49,13 @@ class _Node:
     handle: ctypes.c_void_p
     varying: bool  # an input slot or a Variable: its arguments may change between calls
 
+    def buffers(self, inputs: list[Any]) -> list[Any]:
+        """The launch's buffers in this call: the fixed ones, the input slots filled from `inputs`."""
+        full = list(self.bufs)
+        for pos, slot in self.holes:
+            full[pos] = inputs[slot]
+        return full
+
 
 class CUDAGraph:
     """The runner of one plan's kernels as a CUDA graph (see the module docstring)."""
@@ -81,9 +88,7 @@ class CUDAGraph:
     def _launch_state(self, node: _Node, inputs: list[Any], var_vals: dict[str, int]) -> tuple | None:
         """(argument values, grid, block) of the node's launch in this call; None for an empty grid."""
         prog = node.program
-        full = list(node.bufs)
-        for pos, slot in node.holes:
-            full[pos] = inputs[slot]
+        full = node.buffers(inputs)
         values = [full[slot].handle.ptr for slot in prog.slots]
         values += [var_vals[v] & _MASK for v in prog.sig.variables]
         grid, block = prog.launch_dims(var_vals, None, None)
@@ -140,10 +145,7 @@ class CUDAGraph:
 
     def _eager(self, inputs: list[Any], var_vals: dict[str, int]) -> None:
         for node in self.nodes:
-            full = list(node.bufs)
-            for pos, slot in node.holes:
-                full[pos] = inputs[slot]
-            node.program(full, var_vals)
+            node.program(node.buffers(inputs), var_vals)
 
     def __del__(self) -> None:
         try:
