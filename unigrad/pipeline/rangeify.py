@@ -746,10 +746,11 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
 
     def order_assigns(out: UOp) -> UOp:
         """Other kernels of this function that read an assigned buffer's old value must run before the write.
-        Such an assign computes its value into a new buffer first; the copy into the target then waits for
-        every old-value reader (AFTER on its output). Without readers the assign stays in place. A reader that is
-        itself a moved assign reads the old value in its new-value kernel: the copy waits for that one (two assigns
-        that read each other's targets both compute first, then both copy)."""
+        When none of those readers is computed from an assign that waits too, the assign stays in place and waits
+        for them (AFTER on its output: an optimizer's update of a weight the backward still reads). Otherwise it
+        computes its value into a new buffer first, and the copy into the target waits for every old-value reader.
+        A reader that is itself a moved assign reads the old value in its new-value kernel: the copy waits for that
+        one (two assigns that read each other's targets both compute first, then both copy)."""
         calls = [u for u in out.toposort(gate=lambda x: not _is_kernel_ast(x)) if u.op is Ops.CALL]
         readers: dict[UOp, list[UOp]] = defaultdict(list)
         for c in calls:
@@ -763,11 +764,20 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
                 waits[call] = others
         if not waits:
             return out
+        # an assign whose old-value readers wait for no waiting assign simply runs after them, in place (the
+        # new edges reader -> assign close no cycle: no path leads from those readers to any waiting assign)
+        after_waiting: set[UOp] = set()  # the waiting assigns and every node computed from one
+        for u in out.toposort(gate=lambda x: not _is_kernel_ast(x)):
+            if u in waits or not after_waiting.isdisjoint(u.src):
+                after_waiting.add(u)
+        replace: dict[UOp, UOp] = {}
+        for call, buf, _, _ in assigns:
+            if call in waits and after_waiting.isdisjoint(waits[call]):
+                replace[call] = UOp(Ops.CALL, (call.src[0], UOp(Ops.AFTER, (buf, *waits.pop(call))), *call.src[2:]))
         computed: dict[UOp, UOp] = {}  # a moved assign's call -> the new value in its own buffer
         for call, _, _, value in assigns:
             if call in waits:
                 computed[call] = materialize(value, value.device or default_device)
-        replace: dict[UOp, UOp] = {}
         for call, buf, target, value in assigns:
             if call not in waits:
                 continue
