@@ -527,6 +527,8 @@ def realize_readers(t: Tensor) -> None:
     """t's buffer is about to be written outside a kernel (a collective writing into it, unigrad.distributed): the
     live lazy tensors whose graphs read that buffer are computed first, so they keep the values from before the
     write (as torch computed them at their call). A view of the buffer is no reader: it shows the new values."""
+    if not _made:  # no tensor made since the last look is alive and lazy (a loop of collectives): nothing to walk
+        return
     written = _buffer_under(t.uop)
     candidates = [
         o for o in _live_made(keep_realized=False) if o is not t and view_base(o.uop).op not in (Ops.BUFFER, Ops.AFTER)

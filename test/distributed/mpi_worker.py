@@ -71,6 +71,7 @@ def collectives() -> None:
     y = x * 10
     dist.all_reduce(x)
     check("lazy reader before the write", y.numpy(), np.full(4, 10.0 * (r + 1)))
+    in_place_again(r, n)
     # reduce, gather, scatter, reduce_scatter_tensor, all_gather_into_tensor
     every = [data(k, (5,), np.float32, 99) for k in range(n)]
     t = Tensor(every[r])
@@ -175,6 +176,44 @@ def collectives() -> None:
             raise AssertionError(f"{bad} did not raise")
         except err:
             pass
+
+
+def in_place_again(r: int, n: int) -> None:
+    """Collectives on a tensor seen before (all_reduce's latency path: MPI works on its memory in place): every op
+    again and again, a lazy reader, a pending write through a view, float16 after a broadcast, a mismatched shape."""
+    start = data(r, (3, 5), np.float32, 42)
+    every = [data(k, (3, 5), np.float32, 42) for k in range(n)]
+    x = Tensor(start).realize()
+    want = start.astype(np.float64)
+    for step, op in enumerate([*OPS, dist.ReduceOp.SUM, dist.ReduceOp.AVG, dist.ReduceOp.SUM]):
+        lazy = x * 2  # computed from x before the collective writes x: keeps the value from before
+        before = want.copy()
+        dist.all_reduce(x, op=op)
+        # every rank held `before` (its own values at first, the same values afterwards)
+        held = [before] * n if step else [e.astype(np.float64) for e in every]
+        want = np.mean(held, 0) if op is dist.ReduceOp.AVG else OPS[op](np.stack(held))
+        check(f"all_reduce {op.name} again ({step})", x.numpy(), want, 1e-5)
+        check(f"lazy reader before all_reduce {op.name} again", lazy.numpy(), 2 * before, 1e-5)
+    x[1:2].assign(Tensor.full((1, 5), float(r + 1)))  # pending until x is read: the collective reads it
+    dist.all_reduce(x)
+    want = n * want
+    want[1] = sum(k + 1 for k in range(n))
+    check("all_reduce after a write through a view", x.numpy(), want, 1e-5)
+    h = Tensor(np.full(5, float(r + 1), np.float16)).realize()
+    dist.broadcast(h, src=0)  # seen whole by a collective with no arithmetic: float16 as it is
+    for k in range(2):
+        dist.all_reduce(h)  # float16: MPI sums a float32 copy
+        check(f"float16 all_reduce after a broadcast ({k})", h.numpy(), np.full(5, float(n ** (k + 1))))
+    # a mismatched shape on tensors seen before (by an all_reduce on a group of one rank each)
+    alone = [dist.new_group([k]) for k in range(n)]
+    y = Tensor.ones(3 + r).contiguous().realize()
+    dist.all_reduce(y, group=alone[r])
+    if n > 1:
+        try:
+            dist.all_reduce(y)
+            raise AssertionError("mismatched shapes of tensors seen before did not raise")
+        except dist.DistError as e:
+            assert "rank 0: all_reduce float32 (3,)" in str(e) and "rank 1: all_reduce float32 (4,)" in str(e), e
 
 
 def mlp() -> nn.Module:

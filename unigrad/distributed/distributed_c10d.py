@@ -7,22 +7,26 @@ another device's is copied out and back. The reductions are MPI's own (ReduceOp.
 float16/bfloat16/fp8, for which MPI has no arithmetic: reduced in float32 and cast back by kernels).
 
 A blocking collective (async_op=False, the default) is MPI's own blocking call (its latency is MPI's: no Python loop
-polls it); an async one is started as MPI's nonblocking call, in program order (so every rank starts them in the same
-order), and finished by one progress thread per process that waits for the async ones in order while the caller
-computes (the all-reduce of a DDP bucket overlaps the rest of the step). Timeouts (DIST_TIMEOUT seconds): an async
-op's wait() raises DistBackendError naming the op, the group and the rank; a blocking call cannot be interrupted, so a
-watchdog thread that sees one in flight for longer prints that DistBackendError with the caller's stack and aborts the
-job (as torch's NCCL watchdog tears the process down). With DIST_CHECK=1 (default) each collective first all-reduces
-(MAX) a hash of every rank's (op, dtype, shape, root), one 16-byte collective; where the ranks disagree they gather
-the full signatures, so a rank calling another op or passing another shape raises an error on every rank naming the
-op, the ranks and what each passed, instead of hanging or mixing data. An uncaught exception on a rank of a job of
-several aborts the whole job (MPI_Abort): the survivors do not hang.
+polls it). A blocking all_reduce of a whole CPU tensor seen before by a collective is the latency path: its memory
+and its signature's hash are kept per tensor node, so the call is the shape check, MPI's call on that memory in
+place and little else (about 0.6 us of Python more than mpi4py's own Allreduce, each check another MPI round trip).
+An async one is started as MPI's nonblocking call, in program order (so every rank starts them in the same order),
+and finished by one progress thread per process that waits for the async ones in order while the caller computes
+(the all-reduce of a DDP bucket overlaps the rest of the step). Timeouts (DIST_TIMEOUT seconds): an async op's
+wait() raises DistBackendError naming the op, the group and the rank; a blocking call cannot be interrupted, so a
+watchdog thread that sees one in flight for longer prints that DistBackendError with the caller's stack and aborts
+the job (as torch's NCCL watchdog tears the process down). With DIST_CHECK=1 (default) each collective first
+all-reduces (MAX) a hash of every rank's (op, dtype, shape, root), one 16-byte collective; where the ranks disagree
+they gather the full signatures, so a rank calling another op or passing another shape raises an error on every rank
+naming the op, the ranks and what each passed, instead of hanging or mixing data. An uncaught exception on a rank of
+a job of several aborts the whole job (MPI_Abort): the survivors do not hang.
 
 mpi4py is imported by init_process_group, never at import (importing it starts MPI).
 """
 
 from __future__ import annotations
 
+import array
 import datetime
 import enum
 import os
@@ -102,6 +106,10 @@ class ReduceOp(enum.Enum):
     BOR = "bor"
     BXOR = "bxor"
 
+    # members are singletons: hashed by identity (Enum's hash of the name runs in Python, on every collective's
+    # lookup of its MPI op)
+    __hash__ = object.__hash__
+
 
 class Backend(str):
     """torch.distributed.Backend: the backend's name. "mpi" is unigrad's; "gloo" (torch's CPU backend) is accepted
@@ -118,11 +126,13 @@ _MPI_OPS = {"sum": "SUM", "avg": "SUM", "product": "PROD", "min": "MIN", "max": 
 _MPI_OPS["bxor"] = "BXOR"
 _BOOL_OPS = {"sum": "LOR", "max": "LOR", "bor": "LOR", "product": "LAND", "min": "LAND", "band": "LAND"}
 _BOOL_OPS["bxor"] = "LXOR"
+_AVG = ReduceOp.AVG
 _HALF_TYPES = (dtypes.float16, dtypes.bfloat16, dtypes.fp8e4m3, dtypes.fp8e5m2)
 _DTYPES = dtypes.all()  # a dtype's code in a shape check
 _POLL_S = 20e-6  # the progress thread's sleep between tests of an async op
 _CHECK_DIMS = 8  # the dims a shape check compares one by one (longer shapes add a hash of the rest)
 _HASH_MASK = (1 << 62) - 1  # a signature's hash, non-negative: its negation (the check's MIN as a MAX) fits an int64
+_get_ident = threading.get_ident
 _WATCH_TICK_S = 1.0  # the watchdog's longest sleep between looks at the blocking call in flight
 _OPS_CHECKED = (
     "all_reduce",
@@ -136,6 +146,7 @@ _OPS_CHECKED = (
     "barrier",
 )
 _OP_CODE = {op: i for i, op in enumerate(_OPS_CHECKED)}
+_CHECK_WHAT = {op: f"{op} (the shape check)" for op in _OPS_CHECKED}  # the watchdog's name of each check
 _DTYPE_CODE = {dt: i for i, dt in enumerate(_DTYPES)}
 
 
@@ -168,6 +179,9 @@ class ProcessGroup:
     def __init__(self, comm: Any, ranks: Sequence[int], name: str) -> None:
         self.comm, self.ranks, self.name = comm, list(ranks), name
         self._rank, self._size = comm.Get_rank(), comm.Get_size()
+        # the shape check's (hash, -hash), all-reduced in place: one buffer per group (its collectives are made by
+        # one thread at a time, in order: MPI's rule), so a check allocates nothing
+        self._check_pair = array.array("q", (0, 0))
 
     def rank(self) -> int:
         return self._rank
@@ -465,31 +479,32 @@ class _Progress:
 
 
 class _Watchdog:
-    """One thread per process that watches the blocking MPI call in flight (`_blocking` names it in `op` and bumps
-    `seq`): one still in flight `timeout` seconds after the watchdog first saw it prints a DistBackendError naming the
-    op, the group and the rank, with the calling thread's stack, and aborts the job (a blocking MPI call cannot be
+    """One thread per process that watches the blocking MPI call in flight (`_blocking` names it in `op`, a new tuple
+    per call): one still in flight `timeout` seconds after the watchdog first saw it prints a DistBackendError naming
+    the op, the group and the rank, with the calling thread's stack, and aborts the job (a blocking MPI call cannot be
     interrupted; the others would wait as long). It sleeps between looks (a tick of timeout/8, at most 1 s), so the
-    caller pays two attribute writes per call and the error comes within timeout + 2 ticks. It watches one call per
-    process: where several threads make blocking calls at once, the latest one started."""
+    caller pays a tuple and two attribute writes per call and the error comes within timeout + 2 ticks. It watches one
+    call per process: where several threads make blocking calls at once, the latest one started."""
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
-        self.seq = 0
-        self.op: tuple[str, ProcessGroup, int] | None = None  # (what, group, the calling thread's id) while in flight
+        # (what, group, the calling thread's id) while in flight: a new tuple per call (the watchdog holds the one it
+        # saw last, so the next call's is another object)
+        self.op: tuple[str, ProcessGroup, int] | None = None
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="unigrad.distributed watchdog", daemon=True)
         self.thread.start()
 
     def _loop(self) -> None:
         tick = min(_WATCH_TICK_S, max(0.01, self.timeout / 8))
-        seen, since = -1, 0.0
+        seen, since = None, 0.0
         while not self._stop.wait(tick):
-            op, seq = self.op, self.seq
+            op = self.op
             if op is None:
                 continue
             now = time.monotonic()
-            if seq != seen:  # a new call in flight: its clock starts now
-                seen, since = seq, now
+            if op is not seen:  # a new call in flight: its clock starts now
+                seen, since = op, now
             elif now - since >= self.timeout:
                 self._fire(*op)
 
@@ -517,10 +532,21 @@ def _blocking(what: str, g: ProcessGroup, call: Callable[..., Any], *args: Any, 
     """MPI's blocking `call(*args, **kw)`, watched by the watchdog (DIST_TIMEOUT)."""
     dog = _state.watchdog
     assert dog is not None, "unigrad.distributed: a collective after destroy_process_group"
-    dog.seq += 1
-    dog.op = (what, g, threading.get_ident())
+    dog.op = (what, g, _get_ident())
     try:
         return call(*args, **kw)
+    finally:
+        dog.op = None
+
+
+def _allreduce_in_place(what: str, g: ProcessGroup, buf: Any, mpi_op: Any) -> None:
+    """MPI's blocking Allreduce of `buf` in place on g, watched: `_blocking` without its argument packing (the
+    latency path of all_reduce and of the shape check: these calls cost a microsecond or two in all)."""
+    dog = _state.watchdog
+    assert dog is not None, "unigrad.distributed: a collective after destroy_process_group"
+    dog.op = (what, g, _get_ident())
+    try:
+        g.comm.Allreduce(_state.MPI.IN_PLACE, buf, mpi_op)
     finally:
         dog.op = None
 
@@ -563,9 +589,23 @@ def _run(work: Work, async_op: bool) -> Work | None:
 # A host-addressable buffer's memory as a typed numpy array, per BUFFER UOp: made once (the UOp keeps the buffer alive,
 # so the array stays valid while the entry lives); a collective on the same tensor again skips the lookups.
 _host_arrays: weakref.WeakKeyDictionary[Any, np.ndarray] = weakref.WeakKeyDictionary()
-# the same per tensor UOp of a whole realized tensor (a BUFFER, or a reshape of one: immutable, so always the same
-# memory): a collective on it again skips contiguous_view and the lookups (the readers are still realized first)
-_whole_arrays: weakref.WeakKeyDictionary[Any, np.ndarray] = weakref.WeakKeyDictionary()
+
+
+class _InPlace:
+    """A whole realized tensor whose memory the host addresses (CPU): that memory as a flat typed numpy array MPI
+    reads and writes in place, its dtype, and the hash of its all_reduce signature (the shape check's). Made once per
+    tensor UOp (a BUFFER, or a reshape of one: immutable, so always the same memory), so a collective on the same
+    tensor again skips contiguous_view and the lookups (the readers are still realized first)."""
+
+    __slots__ = ("array", "dtype", "mpi_reduces", "all_reduce_hash")
+
+    def __init__(self, array: np.ndarray, t: Tensor) -> None:
+        self.array, self.dtype = array, t.dtype
+        self.mpi_reduces = t.dtype not in _HALF_TYPES  # MPI reduces it as it is (float16 and the like: through float32)
+        self.all_reduce_hash = _signature_hash("all_reduce", t, -1)
+
+
+_in_place: weakref.WeakKeyDictionary[Any, _InPlace] = weakref.WeakKeyDictionary()
 
 
 class _Host:
@@ -576,8 +616,9 @@ class _Host:
     __slots__ = ("tensor", "writes", "widened", "whole", "view", "copied", "base", "array", "dtype")
 
     def __init__(self, t: Tensor, op: str, writes: bool, arith: bool = False) -> None:
-        whole = _whole_arrays.get(t.uop) if isinstance(t, Tensor) else None
-        if whole is not None and not _assign_owner:  # seen before, no write through another view pending
+        whole = _in_place.get(t.uop) if isinstance(t, Tensor) else None
+        # seen before, no write through another view pending, and MPI's arithmetic takes its dtype where it reduces
+        if whole is not None and not _assign_owner and (whole.mpi_reduces or not arith):
             if writes:
                 realize_readers(t)
             self.tensor, self.writes, self.widened, self.whole, self.view, self.copied = (
@@ -588,7 +629,7 @@ class _Host:
                 t,
                 False,
             )
-            self.base, self.array, self.dtype = None, whole, t.dtype  # base: only a copied array needs it
+            self.base, self.array, self.dtype = None, whole.array, t.dtype  # base: only a copied array needs it
             return
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: expected a unigrad Tensor, got {type(t).__name__}")
@@ -618,7 +659,7 @@ class _Host:
             else:
                 array = _host_arrays[base] = raw.view(to_numpy_dtype(buf.dtype))
         if self.whole and not self.copied and not self.widened:
-            _whole_arrays[t.uop] = array
+            _in_place[t.uop] = _InPlace(array, t)
         self.base, self.array = base, array
         self.dtype: DType = view.dtype
 
@@ -695,19 +736,27 @@ def _check(op: str, g: ProcessGroup, t: Tensor | None, root: int = -1) -> None:
     message, so no rank waits for a mismatched peer."""
     if g._size == 1 or not config.DIST_CHECK.value:
         return
+    _agree(op, g, _signature_hash(op, t, root), t, root)
+
+
+def _signature_hash(op: str, t: Tensor | None, root: int) -> int:
+    """The hash of what a rank passes to a collective (op, dtype, shape, root): the same in every process, as ints and
+    tuples of ints hash alike everywhere (strings would not); non-negative."""
     if t is None:
-        key: tuple = (_OP_CODE[op], root)
-    else:
-        key = (_OP_CODE[op], _DTYPE_CODE[t.dtype], tuple(int(d) for d in t.shape), root)
-    h = hash(key) & _HASH_MASK  # ints and tuples of ints hash alike in every process (strings would not)
-    pair = np.array([h, -h], np.int64)
-    MPI = _state.MPI
-    _blocking(f"{op} (the shape check)", g, g.comm.Allreduce, MPI.IN_PLACE, pair, MPI.MAX)
+        return hash((_OP_CODE[op], root)) & _HASH_MASK
+    return hash((_OP_CODE[op], _DTYPE_CODE[t.dtype], tuple(int(d) for d in t.shape), root)) & _HASH_MASK
+
+
+def _agree(op: str, g: ProcessGroup, h: int, t: Tensor | None, root: int) -> None:
+    """The shape check's collective: every rank's signature hash h agrees, else the DistError (see _check)."""
+    pair = g._check_pair
+    pair[0], pair[1] = h, -h
+    _allreduce_in_place(_CHECK_WHAT[op], g, pair, _state.MPI.MAX)
     if pair[0] == -pair[1]:
         return
     mine = _signature(op, t, root)
     every = np.empty((g.size(), mine.size), np.int64)
-    _blocking(f"{op} (the shape check)", g, g.comm.Allgather, mine, every)
+    _blocking(_CHECK_WHAT[op], g, g.comm.Allgather, mine, every)
     lines = ", ".join(f"rank {g.ranks[i]}: {_show(s)}" for i, s in enumerate(every))
     raise DistError(f"{op}: the ranks of {g.name} disagree on the op or its tensor ({lines})")
 
@@ -731,12 +780,26 @@ def all_reduce(
     g = _group(group)
     if g is None:
         return None
+    fast = None if async_op or not isinstance(tensor, Tensor) else _in_place.get(tensor.uop)
+    if fast is not None and fast.mpi_reduces and not _assign_owner:
+        # the latency path: a whole CPU tensor seen before (no write through another view pending): MPI reduces its
+        # memory in place, nothing made or looked up but the MPI op (and the signature's hash, kept with the array)
+        mpi_op = _mpi_ops.get((op, fast.dtype))
+        if mpi_op is None:
+            mpi_op = _mpi_op(op, fast.dtype, "all_reduce")
+        if g._size > 1 and config.DIST_CHECK.value:
+            _agree("all_reduce", g, fast.all_reduce_hash, tensor, -1)
+        realize_readers(tensor)
+        _allreduce_in_place("all_reduce", g, fast.array, mpi_op)
+        if op is _AVG:
+            tensor.assign(tensor / g._size).realize()
+        return None
     mpi_op = _mpi_op(op, tensor.dtype, "all_reduce")
     _check("all_reduce", g, tensor)
     host = _Host(tensor, "all_reduce", writes=True, arith=True)
     finish = _divide_after(host, g._size) if op is ReduceOp.AVG else host.commit
-    if not async_op:  # the latency path: nothing between the checks and MPI's call but the watchdog's two writes
-        _blocking("all_reduce", g, g.comm.Allreduce, _state.MPI.IN_PLACE, host.array, mpi_op)
+    if not async_op:  # first seen, a view, another device, float16: the values through a host array, then back
+        _allreduce_in_place("all_reduce", g, host.array, mpi_op)
         finish()
         return None
     args = (_state.MPI.IN_PLACE, host.array, mpi_op)
