@@ -148,15 +148,15 @@ def test_random_changes_every_replay():
 def test_intermediates_share_memory():
     @TinyJit
     def f(x: Tensor) -> Tensor:
-        for _ in range(6):
-            x = (x * 1.5 + 1).contiguous()
+        for _ in range(6):  # each reads the one before reversed: six kernels (at one index they would merge)
+            x = (x.flip(0) * 1.5 + 1).contiguous()
         return x
 
     for _ in range(3):
         x = rand(1000)
         ref = x.copy()
         for _ in range(6):
-            ref = ref * np.float32(1.5) + 1
+            ref = ref[::-1] * np.float32(1.5) + 1
         np.testing.assert_allclose(f(Tensor(x)).numpy(), ref, rtol=1e-5)
     plan = f.plan
     assert plan is not None and plan.n_kernels == 6

@@ -57,6 +57,9 @@ CACHEDIR = _knob(
 DISABLE_COMPILER_CACHE = _knob("DISABLE_COMPILER_CACHE", int, 0, "1 disables the on-disk compile cache")
 CACHE_MB = _knob("CACHE_MB", int, 1024, "megabytes each on-disk cache folder may hold; its least recently used go")
 PROGRAM_CACHE = _knob("PROGRAM_CACHE", int, 1024, "kernels kept loaded in memory; the least recently used go past it")
+MERGE_KERNELS = _knob(
+    "MERGE_KERNELS", int, 1, "1: elementwise kernels over one loop nest merge into one of several outputs (0: never)"
+)
 SCHEDULE_CACHE = _knob("SCHEDULE_CACHE", int, 1024, "schedules kept in memory; the least recently used go past it")
 CC = _knob("CC", str, "", "C compiler for the CPU device; empty picks gcc if present, else cc, else clang")
 SPEC = _knob("SPEC", int, 0, "1 runs the verifier (ir/spec.py) after every pipeline stage")

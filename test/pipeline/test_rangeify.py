@@ -80,7 +80,9 @@ def test_split_reduce_broadcast_back_is_materialized(a):
 def test_split_contiguous_and_views(a):
     assert len(_kernels(a.reshape(12))) == 0  # a plain reshape of a buffer needs no kernel
     assert len(_kernels(a.permute(1, 0))) == 1  # an output must be row-major
-    assert len(_kernels((a + 1).contiguous() * 2)) == 2
+    assert len(_kernels((a + 1).contiguous().flip(0) * 2)) == 2  # read back at other elements: a kernel each
+    (merged,) = _kernels((a + 1).contiguous() * 2)  # at the element it stores: one kernel stores both (merge.py)
+    assert merged.arg.outputs == 2
 
 
 def test_zero_size_output_has_no_kernel():

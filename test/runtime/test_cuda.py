@@ -39,7 +39,8 @@ def realized(device: str, fn: Callable[[str], Tensor]) -> list:
 
 
 def ones(device: str, *shape: int, dtype=dtypes.float32) -> Tensor:
-    return Tensor.ones(*shape, dtype=dtype, device=device).contiguous()
+    """A realized buffer of ones: the kernels reading it load it (not a constant folded into them)."""
+    return Tensor.ones(*shape, dtype=dtype, device=device).contiguous().realize()
 
 
 # a representative set of kernels: (name, builder, what each kernel's source must hold somewhere)

@@ -149,10 +149,12 @@ class RangeArg:
 
 @record(frozen=True, slots=True)
 class KernelInfo:
-    """Arg of a kernel's SINK: its name (for DEBUG and profiling) and the opts applied to it."""
+    """Arg of a kernel's SINK: its name (for DEBUG and profiling), the opts applied to it, and how many outputs it
+    writes: PARAMs 0 .. outputs-1 (pipeline/merge.py merges kernels into one of several outputs)."""
 
     name: str
     opts: tuple = ()
+    outputs: int = 1
 
 
 # a term of a matrix coordinate in a tensor core's layout: (named dim, stride); a coordinate is the sum of its terms

@@ -282,12 +282,13 @@ class DistributedDataParallel(Module):
                 started += 1
                 pack += time.perf_counter() - ta
 
-        def written(bufs: list[Buffer]) -> None:  # after each kernel of the backward: bufs[0] is the one it wrote
-            b = writer.pop(id(bufs[0]), None)
-            if b is not None:
-                b.unwritten -= 1
-                if b.unwritten == 0:
-                    start_ready()
+        def written(bufs: list[Buffer]) -> None:  # after each kernel of the backward: the buffers it wrote
+            for buf in bufs:
+                b = writer.pop(id(buf), None)
+                if b is not None:
+                    b.unwritten -= 1
+                    if b.unwritten == 0:
+                        start_ready()
 
         rt.after_kernel.append(written)
         try:

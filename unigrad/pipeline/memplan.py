@@ -30,16 +30,18 @@ class MemoryPlan:
     slot_of: dict[Hashable, int]
 
 
-def first_written(steps: Sequence[Sequence[Hashable]]) -> list[Hashable]:
-    """The keys whose first kernel takes them as its first argument (the buffer it writes), in order of first use:
-    the candidates for intermediates (a key read before it is written holds data from before the run)."""
+def first_written(steps: Sequence[Sequence[Hashable]], outputs: Sequence[int] | None = None) -> list[Hashable]:
+    """The keys whose first kernel writes them (takes them among its first `outputs[i]` arguments, 1 when not
+    given), in order of first use: the candidates for intermediates (a key read before it is written holds data
+    from before the run)."""
     seen: set[Hashable] = set()
     out: list[Hashable] = []
-    for keys in steps:
+    for i, keys in enumerate(steps):
+        n = 1 if outputs is None else outputs[i]
         for pos, k in enumerate(keys):
             if k not in seen:
                 seen.add(k)
-                if pos == 0:
+                if pos < n:
                     out.append(k)
     return out
 

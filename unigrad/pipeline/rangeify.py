@@ -37,6 +37,7 @@ from unigrad.ir.props import prod
 from unigrad.ir.symbolic import pm_symbolic, simplify_given_valid
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.expand import identity_element
+from unigrad.pipeline.merge import alias_groups, merge_kernels
 
 TRUE = UOp.const(dtypes.bool, True)
 NESTED_MIN_OUT = 4096  # a nested REDUCE with this many outputs (or more) ...
@@ -824,5 +825,9 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
             memo[u] = copy(src, target) if is_copy else materialize(src, target)
         else:
             memo[u] = materialize(nu, nu.device or default_device)
-    out = order_assigns(UOp(Ops.TUPLE, tuple(memo[o] for o in body.src))) if assigns else None
-    return UOp(Ops.FUNCTION, (out or UOp(Ops.TUPLE, tuple(memo[o] for o in body.src)),) + fn.src[1:])
+    out = UOp(Ops.TUPLE, tuple(memo[o] for o in body.src))
+    if assigns:
+        out = order_assigns(out)
+    if config.MERGE_KERNELS.value:
+        out = merge_kernels(out, alias_groups(fn.src[1:]), MAX_KERNEL_OPS)
+    return UOp(Ops.FUNCTION, (out,) + fn.src[1:])

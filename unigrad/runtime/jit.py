@@ -31,12 +31,13 @@ class JitError(RuntimeError):
 @record
 class CapturedStep:
     """One kernel run (program is the compiled kernel) or one copy between devices (program is None).
-    bufs[0] is the buffer written; the rest are read."""
+    bufs[:outputs] are the buffers written; the rest are read."""
 
     name: str
     program: Callable[[list[Any], dict[str, int]], None] | None
     bufs: list[Buffer]
     kernel: Any = None  # the CompiledKernel (its ops and bytes for GlobalCounters)
+    outputs: int = 1
 
 
 @record
@@ -83,10 +84,12 @@ def capture() -> Iterator[Capture]:
         _active = None
 
 
-def note_step(name: str, program: Any, bufs: list[Buffer], var_vals: dict[str, int], kernel: Any = None) -> None:
+def note_step(
+    name: str, program: Any, bufs: list[Buffer], var_vals: dict[str, int], kernel: Any = None, outputs: int = 1
+) -> None:
     cap = _active
     if cap is not None:
-        cap.steps.append(CapturedStep(name, program, list(bufs), kernel))
+        cap.steps.append(CapturedStep(name, program, list(bufs), kernel, outputs))
         cap.var_vals.update(var_vals)
 
 
@@ -184,8 +187,8 @@ def input_independent(cap: Capture, inputs: list[Buffer]) -> set[int]:
     pruned = set()
     for i, st in enumerate(cap.steps):
         uses_vars = st.kernel is not None and bool(st.kernel.lowered.sig.variables)
-        if uses_vars or any(id(b) in depends for b in st.bufs[1:]):
-            depends.add(id(st.bufs[0]))
+        if uses_vars or any(id(b) in depends for b in st.bufs[st.outputs :]):
+            depends.update(id(b) for b in st.bufs[: st.outputs])
         else:
             pruned.add(i)
     return pruned
@@ -202,12 +205,12 @@ def plan(
     keep their buffers."""
     if prune:
         pruned = input_independent(cap, inputs)
-        kept = {id(cap.steps[i].bufs[0]) for i in pruned}  # the capture's results stay where they are
+        kept = {id(b) for i in pruned for b in cap.steps[i].bufs[: cap.steps[i].outputs]}  # results stay put
         cap = Capture([st for i, st in enumerate(cap.steps) if i not in pruned], cap.created, cap.rng, cap.var_vals)
         outputs, renewable = outputs | kept, renewable - kept
     slot_of = {id(b): i for i, b in enumerate(inputs)}
     ids = [[id(b) for b in st.bufs] for st in cap.steps]
-    written_first = first_written(ids)
+    written_first = first_written(ids, [st.outputs for st in cap.steps])
     fresh = [cap.created[k] for k in written_first if k in cap.created and k in renewable and k not in slot_of]
     slot_of.update({id(b): len(inputs) + j for j, b in enumerate(fresh)})
     temps = [k for k in written_first if k in cap.created and k not in outputs and k not in slot_of]

@@ -1,6 +1,7 @@
 """The command queue: a schedule's steps spread over one queue per device, synchronized where they share buffers.
 
-In: a schedule's steps in dependency order, each (ast, buffers): a kernel writing buffers[0], or a copy (an
+In: a schedule's steps in dependency order, each (ast, buffers): a kernel writing buffers[0] (its first
+KernelInfo.outputs buffers: a merged kernel, pipeline/merge.py), or a copy (an
 `ast` LOAD) of buffers[1] into buffers[0]. A step belongs to the queue of the device it writes (a copy to the
 destination's queue, as the spec's notes put it).
 
@@ -19,6 +20,7 @@ from collections.abc import Callable, Sequence
 from unigrad.helpers import record
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
+from unigrad.pipeline.merge import kernel_outputs
 from unigrad.runtime import Buffer
 
 RunStep = Callable[[UOp, list[Buffer]], None]
@@ -75,21 +77,23 @@ class CommandQueue:
         for ast, bufs in steps:
             device = bufs[0].device
             self.queues.setdefault(device, [])
-            out = id(bufs[0])
+            outs = [id(b) for b in bufs[: kernel_outputs(ast)]]
             for b in _readers(ast, bufs):
                 if (w := last_write.get(id(b))) is not None:
                     wait_for(device, w)
-            for r in reads.get(out, ()):
-                wait_for(device, r)
-            if (w := last_write.get(out)) is not None:
-                wait_for(device, w)
+            for out in outs:
+                for r in reads.get(out, ()):
+                    wait_for(device, r)
+                if (w := last_write.get(out)) is not None:
+                    wait_for(device, w)
             self.queues[device].append(Exec(ast, bufs))
             count[device] = count.get(device, 0) + 1
             point = (device, count[device])
             for b in _readers(ast, bufs):
                 reads.setdefault(id(b), []).append(point)
-            last_write[out] = point
-            reads[out] = []
+            for out in outs:
+                last_write[out] = point
+                reads[out] = []
 
     def _after_step(self, device: str, k: int) -> int:
         """The index in `device`'s queue just after its k-th step (before the waits of the step after it)."""

@@ -41,6 +41,7 @@ from unigrad.pipeline.isel import isel
 from unigrad.pipeline.gpudims import gates_to_ifs, gpudims
 from unigrad.pipeline.linearize import linearize
 from unigrad.pipeline.memplan import MemoryPlan, first_written, plan_memory
+from unigrad.pipeline.merge import kernel_outputs, merge_variant
 from unigrad.pipeline.optimize import Target, optimize
 from unigrad.pipeline.rangeify import rangeify
 from unigrad.runtime import Buffer, Device, Lowered, disk_cache, jit, lowered_cache, to_numpy_dtype
@@ -51,11 +52,11 @@ buffers: weakref.WeakKeyDictionary[UOp, Buffer] = weakref.WeakKeyDictionary()
 _executed: weakref.WeakSet[UOp] = weakref.WeakSet()
 _launch_ids = itertools.count()
 precompiled: weakref.WeakSet[UOp] = weakref.WeakSet()  # FUNCTIONs of @function(precompile=True), alive
-# called with a kernel's buffers right after it ran (and after a TinyJit capture noted it): DDP starts a bucket's
+# called with the buffers a kernel wrote right after it ran (and after a TinyJit capture noted it): DDP starts a bucket's
 # all-reduce as soon as the kernel writing its last gradient ran, while the rest of the backward runs
 after_kernel: list[Callable[[list[Buffer]], None]] = []
 # bounded, least recently used out: a program holds its LINEAR and a loaded library, a schedule its graphs
-_schedule_cache: LRUCache[tuple[UOp, str], CachedSchedule] = LRUCache(lambda: config.SCHEDULE_CACHE.value)
+_schedule_cache: LRUCache[tuple[UOp, str, tuple], CachedSchedule] = LRUCache(lambda: config.SCHEDULE_CACHE.value)
 _program_cache: LRUCache[tuple, CompiledKernel] = LRUCache(lambda: config.PROGRAM_CACHE.value)
 _saved_schedules = disk_cache.DiskCache("schedules")
 
@@ -166,14 +167,15 @@ def _plan_intermediates(steps: tuple[Step, ...], fresh: tuple[UOp, ...], outputs
     that the kernel first taking them writes (its first argument); None when no two of them can share."""
     viewed = {p for p in outputs.toposort() if p.op is Ops.PARAM}
     made, params = set(fresh), [st.params for st in steps]
-    sizes = {p: p.shape[0] for p in first_written(params) if p in made and p not in viewed}
+    written = first_written(params, [kernel_outputs(st.ast) for st in steps])
+    sizes = {p: p.shape[0] for p in written if p in made and p not in viewed}
     candidates = {p: ((p.arg.device, p.arg.dtype), n) for p, n in sizes.items() if isinstance(n, int)}
     memory = plan_memory(params, candidates)  # type: ignore[arg-type]
     return memory if len(memory.shared) < len(memory.slot_of) else None
 
 
 def _schedule(body: UOp, args: tuple[UOp, ...], device: str) -> CachedSchedule:
-    key = (body, device)
+    key = (body, device, merge_variant(args))
     cs = _schedule_cache.get(key)
     if cs is None:
         cs = _schedule_cache[key] = _load_or_build_schedule(body, args, device)
@@ -188,7 +190,7 @@ def _load_or_build_schedule(body: UOp, args: tuple[UOp, ...], device: str) -> Ca
     a warm model's first step), else a new one, saved."""
     if not disk_cache.enabled():
         return _build_schedule(body, args, device)
-    k = _saved_schedules.key(device, structure(body))
+    k = _saved_schedules.key(device, structure(body), repr(merge_variant(args)))
     if (cs := _saved_schedules.load(k, CachedSchedule)) is None:
         cs = _build_schedule(body, args, device)
         _saved_schedules.save(k, cs)
@@ -254,7 +256,7 @@ def _instantiate(
     if config.SPEC.value:
         verify_tensor_graph(sink)
     fn = callify(sink)
-    if (fn.src[0], device) not in _schedule_cache and jit.capturing() is None:
+    if (fn.src[0], device, merge_variant(fn.src[1:])) not in _schedule_cache and jit.capturing() is None:
         fn = lift_varying_constants(fn, device, offsets=not nested)
     if config.SPEC.value:
         verify_function(fn)
@@ -709,11 +711,11 @@ def _run(ast: UOp, bufs: list[Buffer], var_vals: dict[str, int]) -> None:
     stats.kernels += 1
     stats.last_kernels.append(ast)
     if jit.capturing() is not None:
-        jit.note_step(ck.name, ck.program, bufs, var_vals, ck)
+        jit.note_step(ck.name, ck.program, bufs, var_vals, ck, kernel_outputs(ast))
     if config.DEBUG >= 2:
         print(f"  {ck.name:<30} {dt * 1e6:9.1f} us  {ck.flops / dt / 1e9:8.2f} GFLOP/s  {ck.mem / dt / 1e9:8.2f} GB/s")
     for hook in after_kernel:
-        hook(bufs)
+        hook(bufs[: kernel_outputs(ast)])
 
 
 def run_pending(uops: list[UOp], var_vals: dict[str, int]) -> list[UOp]:

@@ -44,7 +44,7 @@ def optimize(sink: UOp, target: Target, measure: Measure | None = None) -> UOp:
     if target.gpu:
         sink = to_global_axes(sink)
     if info is not None and info.opts:
-        out = apply_opts(sink.replace(arg=KernelInfo(info.name)), info.opts, target)
+        out = apply_opts(sink.replace(arg=KernelInfo(info.name, (), info.outputs)), info.opts, target)
     elif config.NOOPT.value:
         out = sink
     elif config.BEAM.value and measure is not None:

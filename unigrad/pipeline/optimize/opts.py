@@ -139,7 +139,7 @@ def replace_ranges(sink: UOp, value: dict[UOp, UOp], loops: dict[UOp, tuple[UOp,
 
 def _with_opt(sink: UOp, opt: Opt) -> UOp:
     info = sink.arg if isinstance(sink.arg, KernelInfo) else KernelInfo("kernel")
-    return sink.replace(arg=KernelInfo(info.name, info.opts + (opt,)))
+    return sink.replace(arg=KernelInfo(info.name, info.opts + (opt,), info.outputs))
 
 
 def _tc_ranges(sink: UOp) -> set[int]:

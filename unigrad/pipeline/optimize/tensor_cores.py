@@ -191,4 +191,4 @@ def apply_tc(sink: UOp, opt: Opt, target: Target | None) -> UOp:
 
     values = {rm: _coord(om, tc.dims[0], tc.c.row, dims), rn: _coord(on, tc.dims[1], tc.c.col, dims)}
     out = replace_ranges(sink, values, {rm: chain(om, tc.c.row), rn: chain(on, tc.c.col)})
-    return out.replace(arg=KernelInfo(info.name, (opt,)))
+    return out.replace(arg=KernelInfo(info.name, (opt,), info.outputs))

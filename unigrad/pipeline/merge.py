@@ -1,0 +1,252 @@
+"""Merge elementwise kernels over one loop nest into one kernel with several outputs.
+
+In: a rangeified FUNCTION body (rangeify.py): views over AFTER(buffer, CALL(kernel, out, inputs...)) nodes, each
+kernel storing one output (KernelInfo.outputs == 1).
+Out: the same body where a group of such CALLs became one CALL(kernel, out_0, ..., out_{n-1}, inputs...): its kernel
+loops once and stores every member's value (SINK(END...(GROUP(STORE...)))), KernelInfo.outputs = n, PARAMs 0..n-1
+the outputs and the rest the inputs of all members. Every AFTER of a member's CALL names the merged CALL instead.
+
+Kernels merge when they are elementwise (no REDUCE), store one ungated value at the same index expression over the
+same ranges on the same device, and nothing between them orders one after the other: a member may read another
+member's output only at the element it stores (the load becomes the stored value: an optimizer step's moments feed
+its update), and reads no buffer another member writes. An Adam step's m, v and parameter updates of one weight
+are one kernel instead of three; two outputs of one shape computed from the same inputs are one loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from unigrad import config
+from unigrad.ir.args import AddrSpace, KernelInfo, ParamArg
+from unigrad.ir.ops import TRANSCENDENTAL_OPS, GroupOp, Ops
+from unigrad.ir.uop import UOp
+
+MAX_MEMBERS = 16  # kernels merged into one at most
+MAX_INPUTS = 32  # buffers a merged kernel reads at most (a cat merges its pieces in kernels of 32 reads)
+
+
+def alias_groups(args: tuple[UOp, ...]) -> tuple[tuple[int, ...], ...]:
+    """The FUNCTION argument slots that name one buffer, in groups (a BUFFER and that BUFFER after a kernelized,
+    maybe not yet run, kernel: AFTER(BUFFER, CALL) are two arguments of one memory); () when all are distinct. Part
+    of a schedule's cache key: kernels merge only where the buffers they write and read cannot be one."""
+    if all(a.op is not Ops.AFTER for a in args):
+        return ()
+    slots: dict[UOp, list[int]] = {}
+    for k, a in enumerate(args):
+        if a.op is not Ops.PARAM:
+            slots.setdefault(a.src[0] if a.op is Ops.AFTER else a, []).append(k)
+    return tuple(tuple(s) for s in slots.values() if len(s) > 1)
+
+
+def merge_variant(args: tuple[UOp, ...]) -> tuple:
+    """What besides a FUNCTION's body decides its merged kernels (part of its schedule's cache keys): the
+    MERGE_KERNELS knob and the argument slots that name one buffer."""
+    return (config.MERGE_KERNELS.value, alias_groups(args))
+
+
+def kernel_outputs(ast: UOp) -> int:
+    """How many buffers a kernel (or a copy, an `ast` LOAD: 1) writes: its first arguments."""
+    return ast.arg.outputs if isinstance(ast.arg, KernelInfo) else 1
+
+
+def _kernel_of(call: UOp) -> tuple[UOp, UOp, tuple[UOp, ...]] | None:
+    """(store, value index, ranges outermost first) of a CALL's kernel that can merge: one ungated STORE into its
+    PARAM 0 at the end of its END chain, and no REDUCE; None otherwise."""
+    ast = call.src[0]
+    if ast.op is not Ops.SINK or len(ast.src) != 1 or not isinstance(ast.arg, KernelInfo) or ast.arg.outputs != 1:
+        return None
+    e, ranges = ast.src[0], []
+    while e.op is Ops.END:
+        ranges.append(e.src[1])
+        e = e.src[0]
+    if e.op is not Ops.STORE or len(e.src) != 2 or e.src[0].op is not Ops.INDEX:
+        return None
+    if (p := e.src[0].src[0]).op is not Ops.PARAM or p.arg.slot != 0:
+        return None
+    if any(u.op in (Ops.REDUCE, Ops.STORE) and u is not e for u in ast.toposort()):
+        return None
+    return e, e.src[0].src[1], tuple(ranges)
+
+
+def _base(u: UOp) -> UOp:
+    """The buffer placeholder an argument names: PARAM, or the PARAM under AFTER(PARAM, ...)."""
+    return u.src[0] if u.op is Ops.AFTER else u
+
+
+def _call_deps(*args: UOp) -> list[UOp]:
+    """The CALLs that CALL arguments name directly (through AFTERs, not through other CALLs)."""
+    out, seen, stack = [], set(), list(args)
+    while stack:
+        u = stack.pop()
+        if u in seen:
+            continue
+        seen.add(u)
+        if u.op is Ops.CALL:
+            out.append(u)
+        else:
+            stack.extend(u.src)
+    return out
+
+
+class _Group:
+    """Calls to merge into one kernel, in run order, the position of the first in the body's topological order, and
+    the memories its members write and read (`mem`: a placeholder's memory, one for arguments that alias)."""
+
+    def __init__(self, call: UOp, pos: int, ops: int, mem: Callable[[UOp], object]):
+        self.calls, self.first, self.ops, self.mem = [call], pos, ops, mem
+        self.outs = {mem(call.src[1])}
+        self.reads = {mem(a) for a in call.src[2:]}
+        self.inputs = set(call.src[2:])
+
+    def admits(self, call: UOp, idx: UOp, pos: dict[UOp, int], ops: int, max_ops: int) -> bool:
+        """Whether `call` can join: see the module doc."""
+        if len(self.calls) >= MAX_MEMBERS or self.ops + ops > max_ops:
+            return False
+        if len(self.inputs | set(call.src[2:])) > MAX_INPUTS:
+            return False
+        members = set(self.calls)
+        if self.mem(call.src[1]) in self.outs | self.reads:
+            return False
+        if any(d in members for d in _call_deps(call.src[1])):  # its output waits for a member: ordered after it
+            return False
+        for k, a in enumerate(call.src[2:], start=1):
+            deps = _call_deps(a)
+            if inside := [d for d in deps if d in members]:
+                if not (a.op is Ops.AFTER and a.src[1:] == tuple(inside) and len(inside) == 1):
+                    return False
+                if _base(inside[0].src[1]) is not a.src[0] or not _read_at(call.src[0], k, idx):
+                    return False
+            elif self.mem(a) in self.outs:
+                return False  # reads the old value of a buffer a member writes
+            if any(pos[d] >= self.first for d in deps if d not in members):
+                return False  # might be computed from a member: merging could close a cycle
+        return True
+
+    def add(self, call: UOp, ops: int) -> None:
+        self.calls.append(call)
+        self.ops += ops
+        self.outs.add(self.mem(call.src[1]))
+        self.reads |= {self.mem(a) for a in call.src[2:]}
+        self.inputs |= set(call.src[2:])
+
+
+def _read_at(ast: UOp, slot: int, idx: UOp) -> bool:
+    """Every use of PARAM `slot` in the kernel is an ungated LOAD of element `idx`."""
+    for u in ast.toposort():
+        for s in u.src:
+            if s.op is Ops.PARAM and s.arg.slot == slot:
+                if u.op is not Ops.INDEX or u.src[1] is not idx:
+                    return False
+        if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX:
+            p = u.src[0].src[0]
+            if p.op is Ops.PARAM and p.arg.slot == slot and len(u.src) != 1:
+                return False
+    return True
+
+
+def _param(old: UOp, slot: int) -> UOp:
+    return UOp(Ops.PARAM, old.src, ParamArg(slot, old.arg.dtype, old.arg.device, AddrSpace.GLOBAL))
+
+
+def _merged_call(calls: list[UOp]) -> UOp:
+    """One CALL whose kernel stores what each of `calls` stored (see the module doc)."""
+    n = len(calls)
+    inputs: list[UOp] = []
+    slot_of: dict[UOp, int] = {}
+    stored: dict[UOp, UOp] = {}  # a member's CALL -> its stored value in the merged kernel
+    stores: list[UOp] = []
+    ranges: tuple[UOp, ...] = ()
+    for j, call in enumerate(calls):
+        store, idx, ranges = _kernel_of(call)  # type: ignore[misc]
+        ast, mapping = call.src[0], {}
+        topo = ast.toposort()
+        params = {u.arg.slot: u for u in topo if u.op is Ops.PARAM and u.arg.name is None}
+        for k, a in enumerate(call.src[2:], start=1):
+            if k not in params:
+                continue
+            if a.op is Ops.AFTER and len(a.src) == 2 and a.src[1] in stored:  # another member's output: its value
+                for u in topo:
+                    if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and u.src[0].src[0] is params[k]:
+                        mapping[u] = stored[a.src[1]]
+                continue
+            if a not in slot_of:
+                slot_of[a] = n + len(inputs)
+                inputs.append(a)
+            mapping[params[k]] = _param(params[k], slot_of[a])
+        if 0 in params:
+            mapping[params[0]] = _param(params[0], j)
+        value = store.src[1].substitute(mapping) if mapping else store.src[1]
+        stored[call] = value
+        stores.append(UOp(Ops.STORE, (store.src[0].substitute(mapping) if mapping else store.src[0], value)))
+    body = UOp(Ops.GROUP, tuple(stores))
+    for r in reversed(ranges):
+        body = UOp(Ops.END, (body, r))
+    first = calls[0].src[0].arg
+    sink = UOp(Ops.SINK, (body,), KernelInfo(first.name, (), n))
+    return UOp(Ops.CALL, (sink, *(c.src[1] for c in calls), *inputs))
+
+
+def _ops(ast: UOp) -> int:
+    """A kernel's ALU ops, a transcendental counting TRANSCENDENTAL_OPS (as rangeify counts a body)."""
+    return sum(
+        TRANSCENDENTAL_OPS if u.op in GroupOp.Transcendental else 1 for u in ast.toposort() if u.op in GroupOp.ALU
+    )
+
+
+def merge_kernels(out: UOp, aliases: tuple[tuple[int, ...], ...], max_ops: int) -> UOp:
+    """Merge the mergeable kernels under `out` (a rangeified body's TUPLE); see the module doc. `aliases`: the
+    argument slots that name one buffer (alias_groups); a merged kernel has at most `max_ops` ALU ops (the limit
+    rangeify cuts bodies at, a transcendental counting TRANSCENDENTAL_OPS: merging must not undo the cut)."""
+    group_of = {s: i for i, g in enumerate(aliases) for s in g}
+
+    def mem(u: UOp) -> object:
+        p = _base(u)
+        return ("aliased", group_of[p.arg.slot]) if p.op is Ops.PARAM and p.arg.slot in group_of else p
+
+    calls = [u for u in out.toposort(gate=lambda x: x.op is not Ops.SINK) if u.op is Ops.CALL]
+    pos = {c: i for i, c in enumerate(calls)}
+    open_groups: dict[tuple, _Group] = {}
+    groups: list[_Group] = []
+    for i, call in enumerate(calls):
+        if (k := _kernel_of(call)) is None:
+            continue
+        store, idx, ranges = k
+        key = (store.src[0].src[0].arg.device, idx, ranges)
+        ops = _ops(call.src[0])
+        g = open_groups.get(key)
+        if g is not None and g.admits(call, idx, pos, ops, max_ops):
+            g.add(call, ops)
+            continue
+        g = open_groups[key] = _Group(call, i, ops, mem)
+        groups.append(g)
+    alias = {}
+    for g in groups:
+        if len(g.calls) > 1:
+            merged = _merged_call(g.calls)
+            alias.update({c: merged for c in g.calls})
+    return _rebuild(out, alias) if alias else out
+
+
+def _rebuild(root: UOp, alias: dict[UOp, UOp]) -> UOp:
+    """root with each member CALL replaced by its merged CALL, whose arguments (built from the original graph) may
+    name members of other groups: one walk, sources first, where a member stands for its merged CALL (the groups
+    close no cycle, so this is a DAG). Kernel ASTs are kept as they are."""
+    memo: dict[UOp, UOp] = {}
+    stack: list[tuple[UOp, bool]] = [(root, False)]
+    while stack:
+        u, ready = stack.pop()
+        if u in memo:
+            continue
+        v = alias.get(u, u)
+        if v.op is Ops.SINK:
+            memo[u] = v
+        elif v is not u and v in memo:
+            memo[u] = memo[v]
+        elif ready:
+            new_src = tuple(memo[s] for s in v.src)
+            memo[v] = memo[u] = v if new_src == v.src else v.replace(src=new_src)
+        else:
+            stack.append((u, True))
+            stack.extend((s, False) for s in v.src if s not in memo)
+    return memo[root]
