@@ -6,7 +6,9 @@ keep the top k (the others set to -inf by a boolean index: a realize per token),
 `cat` the new token onto `idx`, then read the sequence out. `idx` is held by the loop and grows by one token per step;
 a library that recomputes what the loop holds pays more per token as the sequence grows. Each library samples N and
 2N tokens (after a warm-up run of each, so unigrad's kernels are compiled and cached); the table shows the median
-time per token of each, their ratio (1.0: a constant cost per token), and tokens/s of the longer run.
+time per token of each, their ratio (1.0: a constant cost per token), tokens/s of the longer run, and unigrad's
+kernel launches per token (of the longer run: the MLP's two, topk's two, softmax's two reductions, multinomial's
+one, and the three of nn.Embedding's index check).
 
   python -m bench generate [--quick]     # or: python -m bench.generate; --quick: fewer tokens (CI smoke run)
 """
@@ -24,6 +26,7 @@ from typing import Any
 import torch as real_torch
 
 from unigrad import Context
+from unigrad.runtime import realize as rt
 
 VOCAB, CONTEXT, EMBED, HIDDEN = 32, 8, 16, 64
 
@@ -75,18 +78,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for name, lib in (("unigrad (facade)", facade), ("torch", real_torch)):
             sample = sampler(lib)
             sample(tokens), sample(2 * tokens)  # warm-up: compiles and caches
-            early, late = per_token_ms(sample, tokens, runs), per_token_ms(sample, 2 * tokens, runs)
-            rows[name] = {"early_ms": early, "late_ms": late, "tokens_per_s": 1e3 / late}
+            early, k0 = per_token_ms(sample, tokens, runs), rt.stats.kernels
+            late, k1 = per_token_ms(sample, 2 * tokens, runs), rt.stats.kernels  # torch's runs launch none of ours
+            kernels = (k1 - k0) / (runs * 2 * tokens)
+            rows[name] = {"early_ms": early, "late_ms": late, "tokens_per_s": 1e3 / late, "kernels_per_token": kernels}
     print(
         f"sampling loop, {tokens} and {2 * tokens} tokens, vocab {VOCAB}, context {CONTEXT}; load {os.getloadavg()[0]:.2f}"
     )
-    print(
+    head = (
         f"{'library':<18} {f'ms/token ({tokens})':>15} {f'ms/token ({2 * tokens})':>15} {'ratio':>7} {'tokens/s':>10}"
     )
+    print(f"{head} {'kernels/token':>14}")
     for name, r in rows.items():
         growth = r["late_ms"] / r["early_ms"]
         r["late_over_early"] = growth
-        print(f"{name:<18} {r['early_ms']:>15.3f} {r['late_ms']:>15.3f} {growth:>7.2f} {r['tokens_per_s']:>10.0f}")
+        kernels = f"{r['kernels_per_token']:.1f}" if name != "torch" else "-"
+        print(
+            f"{name:<18} {r['early_ms']:>15.3f} {r['late_ms']:>15.3f} {growth:>7.2f} {r['tokens_per_s']:>10.0f} "
+            f"{kernels:>14}"
+        )
     ours, theirs = rows["unigrad (facade)"], rows["torch"]
     result = {"tokens": tokens, "rows": rows, "late_ratio_to_torch": ours["late_ms"] / theirs["late_ms"]}
     print(f"unigrad / torch per token (late): {result['late_ratio_to_torch']:.1f}x")

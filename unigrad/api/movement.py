@@ -18,6 +18,7 @@ with check=False.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -77,12 +78,13 @@ def _select_sum(x: Tensor, axis: int | tuple[int, ...]) -> Tensor:
     return x.sum(axis, dtype=x.dtype)
 
 
-TOPK_SELECT = 16  # topk picks up to this many elements one at a time; more come from every element's rank
+TOPK_SELECT = 16  # topk of up to this many of more than SORT_NETWORK_MIN elements picks them one at a time
 CAT_GROUP, CAT_TREE_MIN = 4, 1 << 16  # cat merges more pieces than this, of that many elements in all, in a tree
 # ... and more than CAT_MAX_PIECES pieces of any size in groups of that many: a kernel holds every piece's code (a
 # cat of 199 time steps' (97, 1) outputs under an MSE loss was one 199-deep where chain: 2.6 s of gcc)
 CAT_MAX_PIECES = 32
 SORT_NETWORK_MIN = 64  # sort (and topk of more than TOPK_SELECT) over more elements than this: a sorting network
+_earlier_uops: OrderedDict[tuple[Any, ...], UOp] = OrderedDict()  # _earlier's graphs by n
 
 
 def _masked_fill(x: Tensor, index: Any, value: Any) -> Tensor | None:
@@ -196,6 +198,24 @@ class _IndexPlan:
 
 
 @record(frozen=True)
+class _Progression:
+    """A list of ints, the only advanced index, in a graph no write goes through in place: if its values (negatives
+    counted from the end) step up evenly it selects what a slice does (x[:, [-1]] is x[:, -1:]), so it becomes one,
+    with no index buffer to copy in and no indirect load. A copy and a view of a lazy tensor read alike and a
+    setitem on either is functional; a list over a buffer keeps the advanced path (its result is a copy)."""
+
+    values: tuple[int, ...]
+
+    def as_slice(self, n: int) -> slice | None:
+        """The slice selecting the same elements of a dim of size n (all in range), or None."""
+        v = [i + n if i < 0 else i for i in self.values]
+        step = v[1] - v[0] if len(v) > 1 else 1
+        if step < 1 or v != list(range(v[0], v[0] + step * len(v), step)):
+            return None
+        return slice(v[0], v[-1] + 1, step)
+
+
+@record(frozen=True)
 class _Mask:
     """A bool tensor index: it covers mask.ndim dims and stands for the coordinates of its True elements."""
 
@@ -265,11 +285,15 @@ def _index_plan(x: Tensor, index: Any) -> _IndexPlan:
 
     items = list(index) if isinstance(index, tuple) else [index]
     bounds: dict[int, tuple[int, int]] = {}  # id of an index tensor made from a list -> (min, max) of its values
+    advanced = sum(isinstance(it, (list, tuple, np.ndarray, Tensor)) for it in items)
     for i, it in enumerate(items):
         if isinstance(it, np.integer):
             items[i] = int(it)
         elif isinstance(it, (list, tuple, np.ndarray)):
             arr = _index_array(it)
+            if advanced == 1 and arr.ndim == 1 and arr.size and arr.dtype.kind != "b" and not _writes_in_place(x):
+                items[i] = _Progression(tuple(arr.tolist()))
+                continue
             items[i] = Tensor(arr, device=x.device)
             if arr.dtype.kind != "b" and arr.size:
                 bounds[id(items[i])] = (int(arr.min()), int(arr.max()))
@@ -293,7 +317,8 @@ def _index_plan(x: Tensor, index: Any) -> _IndexPlan:
     consumed = sum(
         it.mask.ndim if isinstance(it, _Mask) else 1
         for it in expanded
-        if isinstance(it, (_Mask, slice, Tensor, UOp)) or (isinstance(it, int) and not isinstance(it, bool))
+        if isinstance(it, (_Mask, _Progression, slice, Tensor, UOp))
+        or (isinstance(it, int) and not isinstance(it, bool))
     )
     if sum(it is Ellipsis for it in expanded) > 1:
         raise IndexError("__getitem__: an index can only have a single ellipsis ('...')")
@@ -334,6 +359,17 @@ def _index_plan(x: Tensor, index: Any) -> _IndexPlan:
             basic_shape.append(width if di.step == 1 else len(range(0, width, di.step)))  # type: ignore[arg-type]
             d += 1
         else:
+            if isinstance(it, _Progression):
+                n = x.shape[d]
+                lo, hi = min(it.values), max(it.values)
+                if isinstance(n, int) and -n <= lo and hi < n and (sl := it.as_slice(n)) is not None:
+                    dims.append(_slice_dim(sl, n))
+                    basic_shape.append(len(it.values))
+                    d += 1
+                    continue
+                arr = np.array(it.values, dtype=np.int64)  # not a progression: the advanced path's index tensor
+                it = Tensor(arr, device=x.device)
+                bounds[id(it)] = (lo, hi)
             if isinstance(it, _Mask):  # a bool mask over mask.ndim dims: its nonzero() coordinates (a sync point)
                 mask = it.mask
                 covered = x.shape[d : d + mask.ndim]
@@ -1378,14 +1414,13 @@ class MovementMixin:
 
     # ------------------------------------------------------------ sorting
     def sort(self: Tensor, dim: int = -1, descending: bool = False, stable: bool = True) -> tuple[Tensor, Tensor]:
-        """(values, indices in dtypes.default_int) (a named pair, as torch's), always stable (equal elements keep their order); NaN sorts as the largest
-        value, as torch. Over more than SORT_NETWORK_MIN elements a bitonic sorting network orders (key,
-        position) pairs, O(n log^2 n), its kernels run at the call; shorter rows rank each element by the elements
-        sorting before it (O(n^2) comparisons), then select by rank."""
+        """(values, indices in dtypes.default_int) (a named pair, as torch's), always stable (equal elements keep
+        their order); NaN sorts as the largest value, as torch. Over more than SORT_NETWORK_MIN elements a bitonic
+        sorting network orders (key, position) pairs, O(n log^2 n), its kernels run at the call; shorter rows rank
+        each element by the elements sorting before it (O(n^2) comparisons), then select by rank."""
         x = self.reshape(1) if self.ndim == 0 else self
         d = _dim("sort", dim, x.ndim)
-        values, indices = _first_by_rank(x, d, x.shape[d], descending)
-        indices = indices.cast(dtypes.default_int)
+        values, indices = _first_k(x, d, x.shape[d], descending)
         if self.ndim == 0:
             return ValuesIndices(values.reshape(()), indices.reshape(()))
         return ValuesIndices(values, indices)
@@ -1396,22 +1431,16 @@ class MovementMixin:
     def topk(
         self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *, sorted_: bool | None = None
     ) -> tuple[Tensor, Tensor]:
-        """The k largest (smallest) elements along dim and their indices, as the first k of a stable sort (so always
-        in sorted order, which torch allows for sorted=False too; `sorted_` is tinygrad's spelling). Up to
-        TOPK_SELECT elements are picked one at a time (O(n*k)); more come from every element's rank (O(n^2))."""
+        """The k largest (smallest) elements along dim and their indices (dtypes.default_int), as the first k of a
+        stable sort: ties in index order, NaN above everything, always in sorted order (which torch allows for
+        sorted=False too; `sorted_` is tinygrad's spelling). Torch leaves the order of ties unspecified (its CPU
+        kernel's partial sort gives no fixed rule); this one is the stable sort's. See _first_k for the cost."""
         x = self.reshape(1) if self.ndim == 0 else self
         d = _dim("topk", dim, x.ndim)
         n = x.shape[d]
         if not 0 <= k <= n:
             raise RuntimeError(f"topk: selected index k={k} out of range for dim {d} of size {n}")
-        if 0 < k <= TOPK_SELECT and isinstance(n, int) and 8 * k < n:  # k rounds of (max, first index): O(n*k)
-            xm = x.movedim(d, -1)
-            indices = _first_k_by_selection(xm, k, largest)
-            values = _gather(xm, -1, indices, check=False).movedim(-1, d)
-            indices = indices.movedim(-1, d)
-        else:
-            values, indices = _first_by_rank(x, d, k, largest)  # every rank: O(n^2)
-        indices = indices.cast(dtypes.default_int)
+        values, indices = _first_k(x, d, k, largest)
         if self.ndim == 0:
             return ValuesIndices(values.reshape(()), indices.reshape(()))
         return ValuesIndices(values, indices)
@@ -2149,6 +2178,13 @@ def _scatter_add_rows(n: int, index: Tensor, rows: Tensor) -> Tensor:
     return (end > start).unsqueeze(1).where(sums.take_rows(end - 1), 0)
 
 
+def _reinterpret(x: Tensor, dt: DType) -> Tensor:
+    """x's bits as dt, of the same size, for a value computed on the way (an order key). Not Tensor.bitcast: that
+    registers its result as a view of x, so that an assign to it writes x, and holds x alive for it, and a live
+    lazy tensor is realized with any graph that reads it (a kernel more per call). No assign reaches a key."""
+    return x._new(UOp(Ops.BITCAST, (x.uop,), dt))
+
+
 def _order_key(x: Tensor) -> Tensor:
     """An int tensor whose order is x's sort order (torch's: NaN above everything, -0.0 equal to 0.0): floats as
     their bits with the negatives' order reversed, ints as they are, bools as int32."""
@@ -2159,41 +2195,8 @@ def _order_key(x: Tensor) -> Tensor:
     wide = x.dtype is dtypes.float64
     f = (x if x.dtype in (dtypes.float32, dtypes.float64) else x.cast(dtypes.float32)) + 0.0  # -0.0 + 0.0 is 0.0
     f = f.isnan().where(math.nan, f)  # every NaN as the one positive NaN (its bits sort above +inf's)
-    bits = f.bitcast(dtypes.int64 if wide else dtypes.int32)
-    return (bits < 0).where(~bits + (dtypes.int64 if wide else dtypes.int32).min, bits)
-
-
-def _first_k_by_selection(x: Tensor, k: int, largest: bool) -> Tensor:
-    """int64 indices [..., k] of the first k elements of x's stable sort along the last axis (largest first when
-    `largest`): k rounds, each the element after the previous round's in that order (the greatest order key below
-    it, the first index among equals). Each round is one reduce kernel over x (two for 64-bit keys), no mask of
-    the elements taken is kept: O(n*k) work."""
-    key = _order_key(x) if largest else ~_order_key(x)  # ~: order-reversing, no overflow
-    n = x.shape[-1]
-    pos = _arange(n, x.device)
-    picked: list[Tensor] = []
-    if key.dtype.itemsize <= 4 and n < 1 << 31:
-        # the key and the position in one int64, each unique (earlier positions larger): a round's pick is the max
-        # of those below the previous pick. The position takes the low bits of a power of two n2 >= n, so it reads
-        # back with an AND (for a negative key too), not a floor modulo
-        n2 = 1 << (n - 1).bit_length()
-        both = key.cast(dtypes.int64) * n2 + (n2 - 1 - pos)
-        best: Tensor | None = None
-        for _ in range(k):
-            best = (both if best is None else (both < best).where(both, dtypes.int64.min)).max(-1, keepdim=True)
-            best = best.contiguous()  # its own buffer: the rounds after and the cat below read it
-            picked.append((n2 - 1) - (best & (n2 - 1)))
-    else:
-        prev: tuple[Tensor, Tensor] | None = None  # the previous pick's key and index
-        for _ in range(k):
-            after = None if prev is None else (key < prev[0]) | (key.eq(prev[0]) & (pos > prev[1]))
-            cand = key if after is None else after.where(key, key.dtype.min)
-            top = cand.max(-1, keepdim=True).contiguous()
-            hit = cand.eq(top) if after is None else cand.eq(top) & after  # the sentinel is no pick
-            idx = hit.where(pos, n).min(-1, keepdim=True).contiguous()
-            picked.append(idx)
-            prev = (top, idx)
-    return picked[0].cat(*picked[1:], dim=-1)
+    bits = _reinterpret(f, dtypes.int64 if wide else dtypes.int32)
+    return (bits < 0).where(bits ^ (dtypes.int64 if wide else dtypes.int32).max, bits)  # negatives: -magnitude-1
 
 
 def _sort_network_indices(x: Tensor, descending: bool) -> Tensor:
@@ -2239,34 +2242,138 @@ def _sort_network_indices(x: Tensor, descending: bool) -> Tensor:
     return out.reshape(*lead, n)
 
 
-def _first_by_rank(x: Tensor, d: int, k: int, descending: bool) -> tuple[Tensor, Tensor]:
-    """(values, int64 indices) of the first k elements of x's stable sort along dim d: over more than
-    SORT_NETWORK_MIN elements, a sorting network's indices (O(n log^2 n)) and the values gathered; else each
-    element's rank, then a one-hot selection of the element of each rank below k (k*n work, beside the rank's n*n)."""
+def _first_k(x: Tensor, d: int, k: int, first_largest: bool) -> tuple[Tensor, Tensor]:
+    """(values, default_int indices) of the first k elements of x's stable sort along dim d (largest first when
+    `first_largest`), by the plan with the fewest kernels for the size (n along d):
+    - k = 1, or k <= TOPK_SELECT and 8k < n over SORT_NETWORK_MIN: k rounds, each the greatest packed key below the
+      last round's (one reduce kernel a round, O(n*k)); the values are loaded at the indices;
+    - n <= SORT_NETWORK_MIN: each element's rank from pairwise comparisons (one n*n reduce kernel), then the values
+      and the indices of the ranks below k as one-hot selections (a reduce kernel each, computed only if read);
+    - otherwise a bitonic sorting network (O(n log^2 n), its kernels run at the call)."""
     xm = x.movedim(d, -1)  # [..., n]
-    n = xm.shape[-1]
-    if all(isinstance(s, int) for s in xm.shape) and n > SORT_NETWORK_MIN:
-        indices = _sort_network_indices(xm, descending)[..., :k]
-        return _gather(xm, -1, indices, check=False).movedim(-1, d), indices.movedim(-1, d)
-    rank = _sort_rank(xm, descending)  # [..., n]
-    sel = rank.unsqueeze(-2) == _arange(k, x.device).reshape(k, 1)  # [..., r, i]
-    values = _select_sum(sel.where(xm.unsqueeze(-2), _zero(xm)), -1).movedim(-1, d)
-    indices = _select_sum(sel.where(_arange(n, x.device), 0), -1).movedim(-1, d)
-    return values, indices
-
-
-def _sort_rank(x: Tensor, descending: bool) -> Tensor:
-    """[..., n]: for each element i along the last axis, how many elements sort before it (stable: an equal
-    element sorts before i iff it comes earlier). NaN is the largest value."""
-    n = x.shape[-1]
-    a, b = x.unsqueeze(-1), x.unsqueeze(-2)  # a: element i at [..., i, 1]; b: element j at [..., 1, j]
-    if x.dtype.is_float:
-        a_nan, b_nan = a.ne(a), b.ne(b)
-        below = (b < a) | (a_nan & b_nan.logical_not())  # j < i in ascending order
-        above = (b > a) | (b_nan & a_nan.logical_not())
-        equal = a.eq(b) | (a_nan & b_nan)
+    if _by_rounds(xm, k) or _by_network(xm):
+        indices = _first_k_indices(xm, k, first_largest)
+        values = _take_last(xm, indices)
     else:
-        below, above, equal = b < a, b > a, a.eq(b)
-    earlier = _arange(n, x.device).reshape(1, n) < _arange(n, x.device).reshape(n, 1)  # [i, j]: j < i
-    before = (above if descending else below) | (equal & earlier)
-    return before.sum(-1)
+        values, indices = _first_k_by_rank(xm, k, first_largest)
+    return values.movedim(-1, d), indices.cast(dtypes.default_int).movedim(-1, d)
+
+
+def _by_rounds(x: Tensor, k: int) -> bool:
+    n = x.shape[-1]
+    static = all(isinstance(s, int) for s in x.shape)
+    return static and k > 0 and (k == 1 or (n > SORT_NETWORK_MIN and k <= TOPK_SELECT and 8 * k < n))
+
+
+def _by_network(x: Tensor) -> bool:
+    return all(isinstance(s, int) for s in x.shape) and x.shape[-1] > SORT_NETWORK_MIN
+
+
+def _first_k_indices(x: Tensor, k: int, first_largest: bool) -> Tensor:
+    """int64 indices [..., k] of the first k elements of x's stable sort along the last axis (_first_k's plans)."""
+    if _by_rounds(x, k):
+        return _first_k_by_selection(x, k, first_largest)
+    if _by_network(x):
+        return _sort_network_indices(x, first_largest)[..., :k]
+    return _first_k_by_rank(x, k, first_largest)[1]
+
+
+def _take_last(x: Tensor, index: Tensor) -> Tensor:
+    """x gathered along its last axis at int64 `index` (same leading dims, every entry in range): an indirect load
+    of x's flat position, O(index.numel()), or the one-hot selection when x requires grad (as _gather)."""
+    from unigrad.tensor import Tensor
+
+    *lead, n = x.shape
+    if x.requires_grad or not all(isinstance(s, int) for s in x.shape + index.shape):
+        return _gather(x, -1, index, check=False)
+    rows = math.prod(lead)
+    start = Tensor.arange(0, rows * n, n, dtype=dtypes.int64, device=x.device).reshape(*lead, 1)  # rows' offsets
+    return x.reshape(-1).take_rows(index + start)
+
+
+def _packed_order(x: Tensor, first_largest: bool) -> tuple[Tensor, int] | None:
+    """(keys, n2): x's order key along the last axis (its complement when the smallest come first) times a power of
+    two n2 >= n, plus n2 - 1 - position, as int64 [..., n]. Every key is distinct and greater for the element that
+    sorts first (among equal elements, the earlier one), so a max picks it (an int min is a max of complements: more
+    ops); the position reads back as n2 - 1 - (key & (n2 - 1)). None when a key and a position do not fit 63 bits
+    (64-bit keys, or uint32 keys over 2^31 positions)."""
+    from unigrad.tensor import Tensor
+
+    n = x.shape[-1]
+    if not isinstance(n, int) or x.dtype.itemsize > 4:
+        return None
+    n2 = 1 << max(n - 1, 0).bit_length()
+    if n2 > (1 << 31 if x.dtype is dtypes.uint32 else 1 << 32):
+        return None
+    key = _order_key(x) if first_largest else ~_order_key(x)  # ~: order-reversing in the key's own dtype
+    back = Tensor.arange(n2 - 1, n2 - 1 - n, -1, dtype=dtypes.int64, device=x.device)  # n2 - 1 - position
+    return key.cast(dtypes.int64) * n2 + back, n2
+
+
+def _first_k_by_selection(x: Tensor, k: int, first_largest: bool) -> Tensor:
+    """int64 indices [..., k] of the first k elements of x's stable sort along the last axis: k rounds, each the
+    element after the previous round's in that order (the greatest packed key below it). Each round is one reduce
+    kernel over x (two for keys wider than 32 bits: the greatest key after the previous pick, then its first
+    index), no mask of the elements taken is kept: O(n*k) work."""
+    picked: list[Tensor] = []
+    if (packed := _packed_order(x, first_largest)) is not None:
+        both, n2 = packed
+        best: Tensor | None = None
+        for _ in range(k):
+            best = (both if best is None else (both < best).where(both, dtypes.int64.min)).max(-1, keepdim=True)
+            if k > 1:
+                best = best.contiguous()  # its own buffer: the rounds after and the cat below read it
+            picked.append((n2 - 1) - (best & (n2 - 1)))
+        return picked[0].cat(*picked[1:], dim=-1) if k > 1 else picked[0]
+    key = _order_key(x) if first_largest else ~_order_key(x)
+    n = x.shape[-1]
+    pos = _arange(n, x.device)
+    prev: tuple[Tensor, Tensor] | None = None  # the previous pick's key and index
+    for _ in range(k):
+        after = None if prev is None else (key < prev[0]) | (key.eq(prev[0]) & (pos > prev[1]))
+        cand = key if after is None else after.where(key, key.dtype.min)
+        top = cand.max(-1, keepdim=True).contiguous()
+        hit = cand.eq(top) if after is None else cand.eq(top) & after  # the sentinel is no pick
+        idx = hit.where(pos, n).min(-1, keepdim=True).contiguous()
+        picked.append(idx)
+        prev = (top, idx)
+    return picked[0].cat(*picked[1:], dim=-1)
+
+
+def _first_k_by_rank(x: Tensor, k: int, first_largest: bool) -> tuple[Tensor, Tensor]:
+    """(values, int64 indices) [..., k] of the first k elements of x's stable sort along the last axis: each
+    element's rank (n*n comparisons), then a one-hot selection of the element of each rank below k (k*n), for the
+    values (differentiable: the gradient flows back through the selection) and for the positions."""
+    from unigrad.tensor import Tensor
+
+    ranks = Tensor.arange(k, dtype=dtypes.int64, device=x.device).reshape(k, 1)
+    other = _sort_rank(x, first_largest).ne(ranks)  # [..., k, n]: element i is not the one of rank r
+    values = _select_sum(other.where(_zero(x), x.unsqueeze(-2)), -1)
+    return values, _select_sum(other.where(0, _arange(x.shape[-1], x.device)), -1)
+
+
+def _sort_rank(x: Tensor, first_largest: bool) -> Tensor:
+    """[..., 1, n]: for each element i along the last axis, how many elements sort before it (largest first when
+    `first_largest`; stable: an equal element sorts before i iff it comes earlier; NaN is the largest value and
+    NaNs are equal). The comparisons take x's values as they are, so the n*n of them fuse into the reduce over x
+    (an order key computed first would be a kernel of its own: too costly to recompute n times)."""
+    n = x.shape[-1]
+    shape = (*x.shape[:-1], n, n)
+    a, b = x.unsqueeze(-2).expand(shape), x.unsqueeze(-1).expand(shape)  # [..., j, i]: element i, element j
+    hi, lo = (b, a) if first_largest else (a, b)
+    ahead, behind = hi > lo, lo > hi  # j's value sorts before i's; i's before j's
+    if x.dtype.is_float:
+        hi_nan, lo_nan = hi.ne(hi), lo.ne(lo)
+        ahead, behind = ahead | (hi_nan > lo_nan), behind | (lo_nan > hi_nan)
+    tie_before = _earlier(n, x.device)  # [j, i]: j < i, so j sorts before i unless i's value sorts first
+    return (tie_before.where(behind, ahead) ^ tie_before).sum(-2, keepdim=True)  # where j < i: not behind
+
+
+def _earlier(n: int, device: Any) -> Tensor:
+    """[n, n] bool: [j, i] is j < i (its graph is built once per n)."""
+    from unigrad.tensor import Tensor, _remember
+
+    if (u := _earlier_uops.get((n,))) is None:
+        pos = Tensor.arange(n, dtype=dtypes.int64)
+        u = _remember(_earlier_uops, (n,), (pos.reshape(n, 1) < pos.reshape(1, n)).uop)
+    return Tensor(u, device=device)

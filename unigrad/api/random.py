@@ -120,8 +120,8 @@ class RandomMixin:
         state = Tensor(next_state(n, st), device=device)
         if jit.capturing() is not None:
             jit.note_rng(rt.buffer_of(state.uop), n, st)
-        counters = Tensor.arange(n, dtype=dtypes.uint64, device=device) + state[0]
-        return counters._alu(Ops.THREEFRY, state[1].expand(n) if n else counters)
+        counters = Tensor.arange(n, dtype=dtypes.uint64, device=device) + state[:1]  # (1,) slices: no reshapes
+        return counters._alu(Ops.THREEFRY, state[1:].expand(n) if n else counters)
 
     @staticmethod
     def rand(*shape: Any, dtype: DType | str | None = None, device: str | None = None, **kw: Any) -> Tensor:
@@ -207,22 +207,32 @@ class RandomMixin:
         return RandomMixin.randn(*self.shape, dtype=dtype or self.dtype, device=self.device)
 
     def multinomial(self: Tensor, num_samples: int = 1, replacement: bool = False, *, generator: Any = None) -> Tensor:
-        """Draw indices by the rows' weights: inverse-CDF with replacement; without it, the Gumbel top-k trick
-        (the largest log(p) - log(-log u) are a weighted sample without replacement)."""
-        if self.ndim not in (1, 2) or num_samples < 1:
-            raise RuntimeError(f"multinomial: expected 1-D or 2-D weights and num_samples >= 1, got {self.shape}")
-        w = self.unsqueeze(0) if self.ndim == 1 else self
-        if not replacement and num_samples > w.shape[-1]:
-            raise RuntimeError(f"multinomial: cannot draw {num_samples} samples from {w.shape[-1]} without replacement")
-        if replacement or num_samples == 1:
-            cdf = w._float().cumsum(1)
-            cdf = cdf / cdf[:, -1:]
-            u = RandomMixin.rand(w.shape[0], num_samples, 1, device=self.device, generator=generator)
-            out = (u > cdf.unsqueeze(1)).sum(2)
-        else:
-            u = RandomMixin.rand(*w.shape, device=self.device, generator=generator)
-            keys = w._float().log() - (-(1 - u).log()).log()
-            out = keys.topk(num_samples, 1)[1]
+        """Draw category indices (dtypes.default_int) by the rows' weights, as exponential races: category i arrives
+        at E_i / w_i, E_i exponential (-log2 of a uniform in (0, 1]); the first to arrive is a draw by the weights,
+        the first num_samples of one race a draw without replacement, and with replacement each sample runs a race
+        of its own. Arrivals are ranked by log2(w_i) - log2(E_i), largest first (no overflow for tiny weights); a
+        weight of zero (or below, or NaN) never arrives before a positive one. The first arrival is one reduce kernel
+        (an order key packed with its position), more come from topk's plans. Torch's errors for the shape and the
+        sample count are raised here; its checks of the values (negative, inf or NaN weights, a zero sum) are not
+        made (each would be a reduce and a read back per call): a row of zeros gives its first positions."""
+        from unigrad.api.movement import _first_k_indices
+
+        if self.ndim not in (1, 2):
+            raise RuntimeError("prob_dist must be 1 or 2 dim")
+        if num_samples <= 0:
+            raise RuntimeError("cannot sample n_sample <= 0 samples")
+        work = dtypes.float64 if self.dtype is dtypes.float64 else dtypes.float32  # 16-bit floats: coarse draws
+        w = (self.unsqueeze(0) if self.ndim == 1 else self).cast(work)  # [rows, n]
+        rows, n = w.shape
+        if not replacement and num_samples > n:
+            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+        if n == 0:
+            raise RuntimeError("multinomial: cannot sample from a distribution with no categories")
+        races = num_samples if replacement else 1
+        u = RandomMixin.rand(rows, races, n, dtype=work, device=self.device, generator=generator)
+        early = w.log2().unsqueeze(1) - (-(1 - u).log2()).log2()  # [rows, races, n]: -log2(arrival time)
+        early = (w > 0).unsqueeze(1).where(early, -math.inf)
+        out = _first_k_indices(early, 1 if replacement else num_samples, True).reshape(rows, num_samples)
         out = out.cast(dtypes.default_int)
         return out.squeeze(0) if self.ndim == 1 else out
 
