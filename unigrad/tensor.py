@@ -336,14 +336,17 @@ def _with_grad_siblings(ts: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
 
 @record(eq=False)
 class _Check:
-    """A data-dependent precondition of an op (an index within its dim, a nonzero divisor, ...): `summary`, a (2,)
-    int64 tensor (how many elements are bad, one of them), and the error to raise. It belongs to the tensors the op
+    """A data-dependent precondition of an op (an index within its dim, a nonzero divisor, ...): `summary`, a bool
+    scalar (is an element bad: one reduction), the flattened bad mask and values (UOps: the count and an example
+    for the message are computed only when it fails), and the error to raise. It belongs to the tensors the op
     built from the checked values (`source`): `anchors`, held weakly, found as they are made (Tensor._new) until the
     first realize after the check. A realize whose graphs hold an anchor (the op's result, or anything computed from
     it) computes the summary with its outputs and raises; other realizes leave it queued, and once every anchor is
     freed the check is dropped."""
 
     summary: Tensor
+    bad: UOp
+    values: UOp
     error: Callable[[int, int], Exception]
     source: UOp
     anchors: list[weakref.ReferenceType[UOp]]
@@ -361,9 +364,7 @@ def check_values(bad: Tensor, values: Tensor, error: Callable[[int, int], Except
     if rt_jit.inside_jit() is not None or bad.numel() == 0:
         return
     b, v = bad.flatten(), values.flatten().cast(dtypes.int64)
-    count = b.cast(dtypes.int64).sum()
-    example = b.where(v, dtypes.int64.min).max()
-    check = _Check(count.reshape(1).cat(example.reshape(1)), error, values.uop, [])
+    check = _Check(b.any(), b.uop, v.uop, error, values.uop, [])
     _checks.append(check)
     _binding.setdefault(values.uop, []).append(check)
 
@@ -436,8 +437,10 @@ def _move_anchors(before: Sequence[UOp], after: Sequence[UOp]) -> None:
 def _raise_failed(checks: list[_Check]) -> None:
     """Raise the first error whose check found bad elements (the checks were realized with the outputs)."""
     for check in checks:
-        count, example = check.summary.tolist()
-        if count:
+        if check.summary.item():
+            b, v = Tensor(check.bad), Tensor(check.values)
+            details = b.cast(dtypes.int64).sum().reshape(1).cat(b.where(v, dtypes.int64.min).max().reshape(1))
+            count, example = details.tolist()  # the data it checked: nothing written it since this realize
             raise check.error(count, example)
 
 
