@@ -50,6 +50,7 @@ MAX_CHAIN = 128
 # 40-op body with sines over a padded row was 10k lines and 7 s of gcc). A transcendental counts TRANSCENDENTAL_OPS
 # (its decomposition)
 SCALAR_BODY = 2048
+THREEFRY_OPS = 100  # the ops of a THREEFRY's 20 add-rotate-xor rounds (a dropout mask's random bits)
 # matmul register tile: amounts to try (largest first) for the outer and the inner (vector) axis, the first whose
 # accumulators fit in half the vector registers: 8 x 16 floats on AVX-512 (8 of 32 zmm), 4 x 16 on AVX2 (8 of 16
 # ymm; 8 x 16 spills), each measured best of the tiles these amounts allow (bench/suite.py, matmul 1024 on a 2-core
@@ -285,15 +286,21 @@ def _costly(u: UOp) -> bool:
 
 
 def _stays_scalar(sink: UOp) -> bool:
-    """The kernel's lanes will stay scalar copies: a gated load (padding), or a load of bools (isel's vector
-    selection takes neither), so an UPCAST or UNROLL copies the body once per lane into the C source."""
-    return any(u.op is Ops.LOAD and (len(u.src) == 3 or u.dtype is dtypes.bool) for u in sink.toposort())
+    """The kernel's lanes will stay scalar copies: a gated load (padding), or a load or store of bools (isel's
+    vector selection takes neither), so an UPCAST or UNROLL copies the body once per lane into the C source."""
+    return any(
+        (u.op is Ops.LOAD and (len(u.src) == 3 or u.dtype is dtypes.bool))
+        or (u.op is Ops.STORE and u.src[1].dtype is dtypes.bool)
+        for u in sink.toposort()
+    )
 
 
 def _kernel_body(sink: UOp) -> int:
-    """UOps of the kernel, a transcendental counting TRANSCENDENTAL_OPS (its decomposition): what each copy of the
-    body an UPCAST or UNROLL makes costs the C compiler."""
-    return sum(TRANSCENDENTAL_OPS if _costly(u) else 1 for u in sink.toposort())
+    """UOps of the kernel, a transcendental counting TRANSCENDENTAL_OPS and a THREEFRY THREEFRY_OPS (their
+    decompositions): what each copy of the body an UPCAST or UNROLL makes costs the C compiler."""
+    return sum(
+        THREEFRY_OPS if u.op is Ops.THREEFRY else TRANSCENDENTAL_OPS if _costly(u) else 1 for u in sink.toposort()
+    )
 
 
 def _scalar_copies(sink: UOp) -> int:
