@@ -319,14 +319,14 @@ def test_output_axes_over_a_dimension_limit_merge_into_dimension_0():
     a = rand(6, 5, 7)
 
     def permuted(t: Tensor) -> Tensor:
-        return (t.permute(2, 0, 1) * 2).contiguous()  # three output axes that do not merge
+        return (t.permute(2, 1, 0) * 2).contiguous()  # three output axes that do not merge (merge_axes.py)
 
     for knob, dims in (("max_group=4,global_max=3", 1), ("max_group=4", 3)):
         with Context(PYTHON_GPU=knob):
             t = Tensor(a, device="PYTHON").realize()
             ck = rt.get_kernel("PYTHON", kernel_of(permuted(t), "PYTHON")[0])
             assert len(ck.lowered.sig.global_size) == dims, ck.lowered.sig
-            np.testing.assert_allclose(permuted(t).numpy(), a.transpose(2, 0, 1) * 2)
+            np.testing.assert_allclose(permuted(t).numpy(), a.transpose(2, 1, 0) * 2)
 
 
 def test_group_reductions_share_one_local_array_with_barriers_between_uses():

@@ -33,6 +33,7 @@ from unigrad.ir.ops import Ops
 from unigrad.ir.text import structure
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize import Opt, OptError, OptOps, Target, apply_opts, axes, optimize
+from unigrad.pipeline.optimize.merge_axes import merge_output_axes
 from unigrad.pipeline.optimize.opts import bound
 from unigrad.pipeline.optimize.tensor_cores import TCArg
 from unigrad.runtime import Buffer, Device, Lowered, disk_cache
@@ -70,7 +71,7 @@ def beam_optimize(device: str, ast: UOp, target: Target, lower: Lower) -> UOp:
     opts = load_opts(key)
     if opts is not None:
         try:
-            return apply_opts(ast, opts)
+            return apply_opts(merge_output_axes(ast), opts)  # found on the merged axes, as optimize() searches
         except OptError:  # a stale entry (the opts changed meaning): search again
             pass
     timer = CandidateTimer(device, ast, lower)

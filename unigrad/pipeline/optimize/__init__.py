@@ -13,6 +13,7 @@ from unigrad.ir.uop import UOp
 from unigrad.pipeline.optimize.heuristic import hand_coded_opts
 from unigrad.pipeline.optimize.heuristic_gpu import gpu_opts
 from unigrad.pipeline.optimize.local_buffers import group_reduces_to_locals
+from unigrad.pipeline.optimize.merge_axes import merge_output_axes
 from unigrad.pipeline.optimize.opts import Opt, OptError, OptOps, Target, apply_opt, apply_opts, axes, replace_ranges
 from unigrad.pipeline.optimize.search import Measure, beam_search
 
@@ -38,9 +39,12 @@ def optimize(sink: UOp, target: Target, measure: Measure | None = None) -> UOp:
     - with BEAM=n and a `measure` (the runtime's timer of candidate kernels, runtime/beam.py): the fastest
       kernel a beam search of width n finds;
     - the hand-coded heuristics for `target` (also with BEAM=n but no way to time candidates).
+    The last three first merge the adjacent output axes every index sees as one (merge_axes.py).
     On a GPU target the output axes are GLOBAL first (to_global_axes), every opt is checked against the device's
     limits, and GROUP_REDUCE axes go through LOCAL buffers last (local_buffers.py)."""
     info = sink.arg if isinstance(sink.arg, KernelInfo) else None
+    if info is None or not info.opts:  # recorded opts name rangeify's axes
+        sink = merge_output_axes(sink)  # (6, 11) rows seen only as 11*i + j: one axis of 66 (merge_axes.py)
     if target.gpu:
         sink = to_global_axes(sink)
     if info is not None and info.opts:
