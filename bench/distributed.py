@@ -9,7 +9,9 @@ Two parts, each an MPI job this module starts itself (`python -m unigrad.distrib
                  The three are interleaved, round after round (a barrier before each), and the median round is
                  reported. Bus bandwidth is nccl-tests' definition: algbw x 2(n-1)/n, algbw = bytes / time (on 2
                  ranks busbw = algbw). Ratios are unigrad's bandwidth / mpi4py's (>= 0.9 is issue 35's target from
-                 1 MB up; at 1 KB the time ratio, target <= 2).
+                 1 MB up; at 1 KB the time ratio, target <= 2). With the check a call is two MPI round trips (the
+                 16-byte check, then the data), so its small-size time ratio cannot go below about 2; the no-check
+                 ratio is the Python around one MPI call.
   2. ddp         one Adam training step of the digits MLP (64 -> 128 -> 10) and of the small CNN (conv 1 -> 16, 3x3,
                  maxpool, linear 256 -> 10), global batch 128: DistributedDataParallel on 2 ranks (64 samples each,
                  one core each) against one process of one core taking the whole batch (a third job, no mpirun).
