@@ -211,3 +211,19 @@ def test_a_training_step_leaves_no_cyclic_garbage():
             gc.set_debug(0)
             gc.garbage.clear()
         assert not kinds & {"Tensor", "UOp"}, kinds
+
+
+def test_readers_realized_before_an_outside_write_keep_the_leaves_backward_finds():
+    """realize_readers (a collective writing into a buffer) computes the lazy readers first; a realized result the
+    program made (a leaf tinygrad's backward gives a .grad) is still found by backward() afterwards."""
+    from unigrad.tensor import realize_readers
+
+    xn = np.random.default_rng(0).standard_normal(5).astype(np.float32)
+    x = (Tensor(xn) * 1).realize()  # made by an op, then realized
+    b = Tensor(np.zeros(5, np.float32)).realize()
+    lazy = b + 1  # reads b: computed before the write
+    realize_readers(b)
+    (x * x).sum().backward()
+    assert x.grad is not None
+    np.testing.assert_allclose(x.grad.numpy(), 2 * xn, rtol=1e-6)
+    np.testing.assert_allclose(lazy.numpy(), np.ones(5), rtol=0)

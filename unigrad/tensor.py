@@ -533,8 +533,9 @@ def realize_readers(t: Tensor) -> None:
     if not _made:  # no tensor made since the last look is alive and lazy (a loop of collectives): nothing to walk
         return
     written = _buffer_under(t.uop)
+    keep = flavor.current().grad_unmarked_leaves  # tinygrad's backward still looks for realized leaves among them
     candidates = [
-        o for o in _live_made(keep_realized=False) if o is not t and view_base(o.uop).op not in (Ops.BUFFER, Ops.AFTER)
+        o for o in _live_made(keep_realized=keep) if o is not t and view_base(o.uop).op not in (Ops.BUFFER, Ops.AFTER)
     ]
     readers = [o for o in candidates if written in o.uop.toposort()]
     if readers:
