@@ -282,9 +282,11 @@ def _buffer_under(u: UOp) -> UOp:
     return u
 
 
-def _live_made(keep_realized: bool = False) -> list[Tensor]:
-    """The tensors in _made still alive and not yet views of filled buffers, or with keep_realized all those alive
-    (tinygrad's backward looks for the user's leaves among them); the list keeps just those."""
+def _live_made() -> list[Tensor]:
+    """The tensors in _made still alive and not yet views of filled buffers; in tinygrad's flavor all those alive
+    (its backward looks for the user's leaves among them, realized ones too: flavor.grad_unmarked_leaves). The list
+    keeps just those, so every walk of it prunes by the same rule."""
+    keep_realized = flavor.current().grad_unmarked_leaves
     alive, refs = [], []
     for r in _made:
         t = r()
@@ -304,7 +306,7 @@ def _stale_readers(ts: tuple[Tensor, ...]) -> list[Tensor]:
     given = {id(o) for o in ts}
     candidates = [
         t
-        for t in _live_made(keep_realized=flavor.current().grad_unmarked_leaves)
+        for t in _live_made()
         if id(t) not in given and t.uop not in pending and view_base(t.uop).op not in (Ops.BUFFER, Ops.AFTER)
     ]
     if not candidates:
@@ -480,7 +482,7 @@ def _held_intermediates(ts: tuple[Tensor, ...]) -> list[Tensor]:
     is a tensor of its own, or cheap to read again), as are bare leaves (a CONST)."""
     given = {id(t) for t in ts}
     held: dict[UOp, Tensor] = {}
-    for t in _live_made(keep_realized=flavor.current().grad_unmarked_leaves):
+    for t in _live_made():
         u = t.uop
         if id(t) not in given and u.op not in GroupOp.View and not _is_buffer_view(u) and u.src:
             held.setdefault(u, t)
@@ -509,11 +511,7 @@ def _share_results(done: dict[UOp, UOp], ts: tuple[Tensor, ...]) -> None:
     given = {id(t) for t in ts}
     # a tensor that is the realized node itself or a view of it (another tensor hash-consed to the same graph:
     # two `zeros(3)`) stays lazy: as a view of that buffer, writes through either would reach the other
-    live = [
-        t
-        for t in _live_made(keep_realized=flavor.current().grad_unmarked_leaves)
-        if id(t) not in given and not _is_buffer_view(t.uop) and not _views_of(t.uop, done)
-    ]
+    live = [t for t in _live_made() if id(t) not in given and not _is_buffer_view(t.uop) and not _views_of(t.uop, done)]
     if not live:
         return
     sink = UOp(Ops.SINK, tuple(t.uop for t in live))
@@ -533,10 +531,7 @@ def realize_readers(t: Tensor) -> None:
     if not _made:  # no tensor made since the last look is alive and lazy (a loop of collectives): nothing to walk
         return
     written = _buffer_under(t.uop)
-    keep = flavor.current().grad_unmarked_leaves  # tinygrad's backward still looks for realized leaves among them
-    candidates = [
-        o for o in _live_made(keep_realized=keep) if o is not t and view_base(o.uop).op not in (Ops.BUFFER, Ops.AFTER)
-    ]
+    candidates = [o for o in _live_made() if o is not t and view_base(o.uop).op not in (Ops.BUFFER, Ops.AFTER)]
     readers = [o for o in candidates if written in o.uop.toposort()]
     if readers:
         Tensor.realize(*readers)
@@ -1030,7 +1025,7 @@ class Tensor(
             if readers := _stale_readers(ts):  # they read buffers this schedule writes: first, as the gradients
                 ts = (*readers, *ts)
         elif len(_made) > _MADE_PRUNE:
-            _live_made(keep_realized=flavor.current().grad_unmarked_leaves)
+            _live_made()
         if _grad_siblings:
             ts = _with_grad_siblings(ts)
         if _assign_owner and _backward_roots:  # buffers are written: a loss built before reads the old values
@@ -1426,7 +1421,7 @@ class Tensor(
         module go into `lone` (an input batch's .grad should not be computed with the parameters' gradients)."""
         pool = [t for t in _params.values() if t._requires_grad is None]
         if unmarked:  # made by the constructor, or by a factory (randn, arange): then among the results of ops
-            pool += [*_unmarked.values(), *_live_made(keep_realized=True)]
+            pool += [*_unmarked.values(), *_live_made()]
         if not pool or not self.dtype.is_float:
             return False
         nodes = set(self.uop.toposort())

@@ -22,6 +22,7 @@ from unigrad.dtype import dtypes
 from unigrad.ir.args import AddrSpace, KernelInfo, ParamArg
 from unigrad.ir.ops import TRANSCENDENTAL_OPS, GroupOp, Ops
 from unigrad.ir.uop import UOp
+from unigrad.pipeline.expand import end_chain
 
 MAX_MEMBERS = 16  # kernels merged into one at most
 MAX_INPUTS = 32  # buffers a merged kernel reads at most (a cat merges its pieces in kernels of 32 reads)
@@ -54,16 +55,16 @@ def kernel_outputs(ast: UOp) -> int:
     return ast.arg.outputs if isinstance(ast.arg, KernelInfo) else 1
 
 
-def _kernel_of(call: UOp) -> tuple[UOp, UOp, tuple[UOp, ...]] | None:
+_Kernel = tuple[UOp, UOp, tuple[UOp, ...]]  # a mergeable kernel's store, its index and its ranges (outermost first)
+
+
+def _kernel_of(call: UOp) -> _Kernel | None:
     """(store, value index, ranges outermost first) of a CALL's kernel that can merge: one ungated STORE into its
     PARAM 0 at the end of its END chain, and no REDUCE; None otherwise."""
     ast = call.src[0]
     if ast.op is not Ops.SINK or len(ast.src) != 1 or not isinstance(ast.arg, KernelInfo) or ast.arg.outputs != 1:
         return None
-    e, ranges = ast.src[0], []
-    while e.op is Ops.END:
-        ranges.append(e.src[1])
-        e = e.src[0]
+    e, ranges = end_chain(ast.src[0])
     if e.op is not Ops.STORE or len(e.src) != 2 or e.src[0].op is not Ops.INDEX:
         return None
     if (p := e.src[0].src[0]).op is not Ops.PARAM or p.arg.slot != 0:
@@ -153,8 +154,8 @@ def _param(old: UOp, slot: int) -> UOp:
     return UOp(Ops.PARAM, old.src, ParamArg(slot, old.arg.dtype, old.arg.device, AddrSpace.GLOBAL))
 
 
-def _merged_call(calls: list[UOp]) -> UOp:
-    """One CALL whose kernel stores what each of `calls` stored (see the module doc)."""
+def _merged_call(calls: list[UOp], kernels: dict[UOp, _Kernel]) -> UOp:
+    """One CALL whose kernel stores what each of `calls` (their kernels: _kernel_of) stored (see the module doc)."""
     n = len(calls)
     inputs: list[UOp] = []
     slot_of: dict[UOp, int] = {}
@@ -162,7 +163,7 @@ def _merged_call(calls: list[UOp]) -> UOp:
     stores: list[UOp] = []
     ranges: tuple[UOp, ...] = ()
     for j, call in enumerate(calls):
-        store, idx, ranges = _kernel_of(call)  # type: ignore[misc]
+        store, idx, ranges = kernels[call]
         ast, mapping = call.src[0], {}
         topo = ast.toposort()
         params = {u.arg.slot: u for u in topo if u.op is Ops.PARAM and u.arg.name is None}
@@ -212,10 +213,11 @@ def merge_kernels(out: UOp, aliases: tuple[tuple[int, ...], ...], max_ops: int) 
     pos = {c: i for i, c in enumerate(calls)}
     open_groups: dict[tuple, _Group] = {}
     groups: list[_Group] = []
+    kernels: dict[UOp, _Kernel] = {}
     for i, call in enumerate(calls):
         if (k := _kernel_of(call)) is None:
             continue
-        store, idx, ranges = k
+        store, idx, ranges = kernels[call] = k
         # bool outputs apart: their lanes stay scalar (isel vectorizes no bools), the others' would with them
         key = (store.src[0].src[0].arg.device, idx, ranges, store.src[1].dtype is dtypes.bool)
         ops = _ops(call.src[0])
@@ -228,7 +230,7 @@ def merge_kernels(out: UOp, aliases: tuple[tuple[int, ...], ...], max_ops: int) 
     alias = {}
     for g in groups:
         if len(g.calls) > 1:
-            merged = _merged_call(g.calls)
+            merged = _merged_call(g.calls, kernels)
             alias.update({c: merged for c in g.calls})
     return _rebuild(out, alias) if alias else out
 

@@ -764,13 +764,14 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
         computes its value into a new buffer first, and the copy into the target waits for every old-value reader.
         A reader that is itself a moved assign reads the old value in its new-value kernel: the copy waits for that
         one (two assigns that read each other's targets both compute first, then both copy)."""
-        calls = [u for u in out.toposort(gate=lambda x: not _is_kernel_ast(x)) if u.op is Ops.CALL]
+        topo = out.toposort(gate=lambda x: not _is_kernel_ast(x))
+        calls = [u for u in topo if u.op is Ops.CALL]
         readers: dict[UOp, list[UOp]] = defaultdict(list)
         for c in calls:
             for a in c.src[1:]:
                 if a.op is Ops.PARAM:
                     readers[a].append(c)
-        waits: dict[UOp, list[UOp]] = {}  # a moved assign's call -> the old-value readers its copy waits for
+        waits: dict[UOp, list[UOp]] = {}  # an assign's call -> the old-value readers it (or its copy) waits for
         for call, buf, _, _ in assigns:
             before = set(call.toposort(gate=lambda x: not _is_kernel_ast(x)))  # kernels this one already waits for
             if others := [c for c in readers.get(buf, []) if c not in before and c.src[1] is not buf]:
@@ -780,7 +781,7 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
         # an assign whose old-value readers wait for no waiting assign simply runs after them, in place (the
         # new edges reader -> assign close no cycle: no path leads from those readers to any waiting assign)
         after_waiting: set[UOp] = set()  # the waiting assigns and every node computed from one
-        for u in out.toposort(gate=lambda x: not _is_kernel_ast(x)):
+        for u in topo:
             if u in waits or not after_waiting.isdisjoint(u.src):
                 after_waiting.add(u)
         replace: dict[UOp, UOp] = {}

@@ -1,9 +1,9 @@
 """The command queue: a schedule's steps spread over one queue per device, synchronized where they share buffers.
 
-In: a schedule's steps in dependency order, each (ast, buffers): a kernel writing buffers[0] (its first
-KernelInfo.outputs buffers: a merged kernel, pipeline/merge.py), or a copy (an
-`ast` LOAD) of buffers[1] into buffers[0]. A step belongs to the queue of the device it writes (a copy to the
-destination's queue, as the spec's notes put it).
+In: a schedule's steps in dependency order, each (ast, buffers): a kernel writing its first KernelInfo.outputs
+buffers (more than one: a merged kernel, pipeline/merge.py), or a copy (an `ast` LOAD) of buffers[1] into
+buffers[0]. A step belongs to the queue of the device it writes (a copy to the destination's queue, as the spec's
+notes put it).
 
 Out: CommandQueue, per device a list of items: Exec(step), Sync (a point in this queue others wait for) and
 Wait(sync) (do not go on before that point of another queue was reached). A step waits for the last write of

@@ -164,7 +164,8 @@ def _strip_calls(root: UOp, on_call: Callable[[UOp], None]) -> UOp:
 
 def _plan_intermediates(steps: tuple[Step, ...], fresh: tuple[UOp, ...], outputs: UOp) -> MemoryPlan | None:
     """The memory plan of a run plan's intermediates: fresh placeholders of a static size that no output views and
-    that the kernel first taking them writes (its first argument); None when no two of them can share."""
+    that the kernel first taking them writes (one of its first KernelInfo.outputs arguments); None when no two of
+    them can share."""
     viewed = {p for p in outputs.toposort() if p.op is Ops.PARAM}
     made, params = set(fresh), [st.params for st in steps]
     written = first_written(params, [kernel_outputs(st.ast) for st in steps])
@@ -174,23 +175,29 @@ def _plan_intermediates(steps: tuple[Step, ...], fresh: tuple[UOp, ...], outputs
     return memory if len(memory.shared) < len(memory.slot_of) else None
 
 
-def _schedule(body: UOp, args: tuple[UOp, ...], device: str) -> CachedSchedule:
-    key = (body, device, merge_variant(args))
+def _schedule_key(fn: UOp, device: str) -> tuple[UOp, str, tuple]:
+    """A callified FUNCTION's schedule cache key: its body, the device, and what else decides its merged kernels."""
+    return (fn.src[0], device, merge_variant(fn.src[1:]))
+
+
+def _schedule(key: tuple[UOp, str, tuple], args: tuple[UOp, ...]) -> CachedSchedule:
+    """The schedule cached under `key` (_schedule_key), else loaded or built for the body over `args`."""
     cs = _schedule_cache.get(key)
     if cs is None:
-        cs = _schedule_cache[key] = _load_or_build_schedule(body, args, device)
+        body, device, variant = key
+        cs = _schedule_cache[key] = _load_or_build_schedule(body, args, device, variant)
         # its kernels are compiled now, in parallel (those whose first buffer is on this device: the others later)
         steps = cs.steps if cs.steps is not None else _plan(cs.body)[0]
         precompile(device, [st.ast for st in steps if getattr(st.params[0].arg, "device", None) == device])
     return cs
 
 
-def _load_or_build_schedule(body: UOp, args: tuple[UOp, ...], device: str) -> CachedSchedule:
+def _load_or_build_schedule(body: UOp, args: tuple[UOp, ...], device: str, variant: tuple) -> CachedSchedule:
     """The schedule an earlier process saved for this body on this device (CACHEDIR/schedules: rangeify is most of
     a warm model's first step), else a new one, saved."""
     if not disk_cache.enabled():
         return _build_schedule(body, args, device)
-    k = _saved_schedules.key(device, structure(body), repr(merge_variant(args)))
+    k = _saved_schedules.key(device, structure(body), repr(variant))
     if (cs := _saved_schedules.load(k, CachedSchedule)) is None:
         cs = _build_schedule(body, args, device)
         _saved_schedules.save(k, cs)
@@ -256,12 +263,14 @@ def _instantiate(
     if config.SPEC.value:
         verify_tensor_graph(sink)
     fn = callify(sink)
-    if (fn.src[0], device, merge_variant(fn.src[1:])) not in _schedule_cache and jit.capturing() is None:
-        fn = lift_varying_constants(fn, device, offsets=not nested)
+    key = _schedule_key(fn, device)
+    if key not in _schedule_cache and jit.capturing() is None:
+        if (lifted := lift_varying_constants(fn, device, offsets=not nested)) is not fn:
+            fn, key = lifted, _schedule_key(lifted, device)
     if config.SPEC.value:
         verify_function(fn)
-    body, args = fn.src[0], fn.src[1:]
-    cs = _schedule(body, args, device)
+    args = fn.src[1:]
+    cs = _schedule(key, args)
     mapping = {p: args[p.arg.slot] for p in cs.inputs}
     plain = all(a.op is not Ops.AFTER for a in args)
     planned = cs.memory.slot_of if share and plain and cs.steps is not None and cs.memory is not None else {}
