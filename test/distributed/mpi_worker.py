@@ -9,7 +9,7 @@ import numpy as np
 
 import unigrad.distributed as dist
 import unigrad.torch as torch
-from unigrad import Tensor, TinyJit, dtypes, nn
+from unigrad import Tensor, TinyJit, config, dtypes, nn
 from unigrad.nn.parallel import DistributedDataParallel as DDP
 
 OPS = {
@@ -18,13 +18,23 @@ OPS = {
     dist.ReduceOp.MIN: lambda xs: np.min(xs, axis=0),
     dist.ReduceOp.MAX: lambda xs: np.max(xs, axis=0),
 }
-DTYPES = [dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.int8, dtypes.float16]
+DTYPES = [
+    dtypes.float32,
+    dtypes.float64,
+    dtypes.int32,
+    dtypes.int64,
+    dtypes.uint8,
+    dtypes.int8,
+    dtypes.float16,
+    dtypes.bool,
+]
 
 
 def data(rank: int, shape: tuple[int, ...], dt: np.dtype, salt: int = 0) -> np.ndarray:
-    """Rank `rank`'s input: small values (products of a few ranks stay exact), a function of rank and salt."""
+    """Rank `rank`'s input: small values (products of a few ranks stay exact; bools both ways), a function of rank
+    and salt."""
     rng = np.random.default_rng(1000 * salt + rank)
-    return rng.integers(1, 4, size=shape).astype(dt)
+    return rng.integers(0 if dt == np.bool_ else 1, 2 if dt == np.bool_ else 4, size=shape).astype(dt)
 
 
 def check(name: str, got: np.ndarray, want: np.ndarray, tol: float = 0.0) -> None:
@@ -35,6 +45,7 @@ def check(name: str, got: np.ndarray, want: np.ndarray, tol: float = 0.0) -> Non
 def collectives() -> None:
     r, n = dist.get_rank(), dist.get_world_size()
     shape = (3, 7)  # odd sizes
+    alone = [dist.new_group([k]) for k in range(n)][r]  # this rank alone
     for i, dt in enumerate(DTYPES):
         npdt = np.dtype(dt.fmt)
         every = [data(k, shape, npdt, i) for k in range(n)]
@@ -42,6 +53,11 @@ def collectives() -> None:
             t = Tensor(every[r], dtype=dt)
             dist.all_reduce(t, op=op)
             check(f"all_reduce {op.name} {dt}", t.numpy(), ref(np.stack(every)).astype(npdt))
+            # a tensor seen before (by an all_reduce over this rank alone, which leaves it as it is): the latency path
+            kept = Tensor(every[r], dtype=dt).realize()
+            dist.all_reduce(kept, op=op, group=alone)
+            dist.all_reduce(kept, op=op)
+            check(f"all_reduce {op.name} {dt} seen before", kept.numpy(), ref(np.stack(every)).astype(npdt))
         if dt.is_float:
             t = Tensor(every[r], dtype=dt)
             dist.all_reduce(t, op=dist.ReduceOp.AVG)
@@ -57,9 +73,12 @@ def collectives() -> None:
     t = Tensor(bools[r])
     dist.all_reduce(t, op=dist.ReduceOp.SUM)  # logical or, as torch
     check("all_reduce bool", t.numpy(), np.any(bools, axis=0))
-    bf = Tensor(np.full(5, float(r + 1), np.float32)).cast(dtypes.bfloat16)
-    dist.all_reduce(bf)
-    check("all_reduce bfloat16", bf.float().numpy(), np.full(5, n * (n + 1) / 2))
+    every = [data(k, (5,), np.float32, 77) for k in range(n)]
+    for op, ref in [*OPS.items(), (dist.ReduceOp.AVG, lambda xs: np.mean(xs, axis=0))]:
+        bf = Tensor(every[r]).cast(dtypes.bfloat16)
+        dist.all_reduce(bf, op=op)
+        check(f"all_reduce {op.name} bfloat16", bf.float().numpy(), ref(np.stack(every)), 1e-2)
+    across_the_inline_bytes(r, n)
     # a view: a slice of a bigger tensor is written through, the rest untouched
     base = Tensor(np.arange(10, dtype=np.float32) + r)
     dist.all_reduce(base[2:5])
@@ -151,7 +170,7 @@ def collectives() -> None:
             if r == 1:
                 dist.send(Tensor(np.full(4, 7.0, np.float32)), dst=0, tag=9)
     # errors: the same on every rank, no hang
-    if n > 1:
+    if n > 1 and config.DIST_CHECK.value:
         try:
             dist.all_reduce(Tensor.ones(3 + r))
             raise AssertionError("mismatched shapes did not raise")
@@ -165,6 +184,32 @@ def collectives() -> None:
             raise AssertionError("mismatched ops did not raise")
         except dist.DistError as e:
             assert "broadcast" in str(e) and "all_reduce" in str(e), e
+        try:
+            dist.all_reduce(Tensor.ones(2), op=dist.ReduceOp.SUM if r == 0 else dist.ReduceOp.MAX)
+            raise AssertionError("mismatched reduce ops did not raise")
+        except dist.DistError as e:
+            assert "rank 0: all_reduce float32 (2,) SUM" in str(e) and "rank 1: all_reduce float32 (2,) MAX" in str(
+                e
+            ), e
+    checked = n > 1 and config.DIST_CHECK.value
+    if checked:  # one rank's tensor fits the check's packet, the others' do not: the error, not a hang
+        small, big = dist.group.WORLD._inline // 4, 64 * dist.group.WORLD._inline
+        shape = (small,) if r == 0 else (big,)
+        for name, call in (
+            ("all_reduce", lambda t: dist.all_reduce(t)),
+            ("broadcast", lambda t: dist.broadcast(t, src=0)),
+            ("all_gather", lambda t: dist.all_gather([Tensor.zeros(*shape) for _ in range(n)], t)),
+        ):
+            for seen in (False, True):
+                t = Tensor.ones(*shape).contiguous().realize()
+                if seen:
+                    dist.all_reduce(t, group=alone)
+                try:
+                    call(t)
+                    raise AssertionError(f"{name} of a small and a big tensor did not raise")
+                except dist.DistError as e:
+                    want = [f"rank 0: {name} float32 ({small},)", f"rank 1: {name} float32 ({big},)"]
+                    assert all(w in str(e) for w in want), e
     for bad, err in (
         (lambda: dist.all_reduce(Tensor.ones(2), op="sum"), TypeError),
         (lambda: dist.broadcast(Tensor.ones(2), src=n), ValueError),
@@ -176,6 +221,105 @@ def collectives() -> None:
             raise AssertionError(f"{bad} did not raise")
         except err:
             pass
+
+
+class CountingComm:
+    """A communicator that records the names of the MPI calls made on it (a group's comm, swapped in by a test)."""
+
+    def __init__(self, comm) -> None:
+        self.comm, self.calls = comm, []
+
+    def __getattr__(self, name: str):
+        attr = getattr(self.comm, name)
+        if not name[0].isupper() or not callable(attr):
+            return attr
+
+        def call(*args, **kw):
+            self.calls.append(name)
+            return attr(*args, **kw)
+
+        return call
+
+
+def mpi_calls(g, collective) -> list[str]:
+    """The MPI calls `collective()` makes on group g's communicator."""
+    real = g.comm
+    g.comm = CountingComm(real)
+    try:
+        collective()
+        return g.comm.calls
+    finally:
+        g.comm = real
+
+
+def across_the_inline_bytes(r: int, n: int) -> None:
+    """Every collective with data just within, just over and far over what the check's packet carries (the group's
+    inline bytes): random floats, against numpy, every rank the same bits; the MPI calls each makes (with the check:
+    one Allgather where the data fits, that and MPI's collective where it does not; without: the collective)."""
+    world = dist.group.WORLD
+    limit = world._inline
+    checked = n > 1 and config.DIST_CHECK.value
+    for count in (limit // 4 - 1, limit // 4, limit // 4 + 1, 16 * limit // 4):
+        inline = checked and 4 * count <= limit
+        every = [np.random.default_rng(100 * count + k).standard_normal(count).astype(np.float32) for k in range(n)]
+        stacked = np.stack(every)
+        for op in (dist.ReduceOp.SUM, dist.ReduceOp.AVG, dist.ReduceOp.MAX):
+            want = {"SUM": np.sum, "AVG": np.mean, "MAX": np.max}[op.name](stacked.astype(np.float64), axis=0)
+            first = Tensor(every[r]).realize()
+            calls = mpi_calls(world, lambda t=first, op=op: dist.all_reduce(t, op=op))
+            check(f"all_reduce {op.name} of {count}", first.numpy(), want, 1e-5)
+            # seen by the first call, so the latency path now; its values are the same on every rank
+            held = first.numpy()
+            calls_again = mpi_calls(world, lambda t=first, op=op: dist.all_reduce(t, op=op))
+            want_again = held.astype(np.float64) * (n if op is dist.ReduceOp.SUM else 1)
+            check(f"all_reduce {op.name} of {count} seen before", first.numpy(), want_again, 1e-5)
+            same = [None] * n
+            dist.all_gather_object(same, (held.tobytes(), first.numpy().tobytes()))
+            assert all(s == same[0] for s in same), f"all_reduce {op.name} of {count}: the ranks' results differ"
+            if n > 1:
+                expect = ["Allgather"] if inline else ["Allgather", "Allreduce"] if checked else ["Allreduce"]
+                assert calls == expect and calls_again == expect, (count, op, calls, calls_again, expect)
+        t = Tensor(every[r])
+        dist.broadcast(t, src=n - 1)
+        check(f"broadcast of {count}", t.numpy(), every[n - 1])
+        t = Tensor(every[r])
+        dist.reduce(t, dst=0, op=dist.ReduceOp.MIN)
+        check(f"reduce of {count}", t.numpy(), stacked.min(0) if r == 0 else every[r])
+        outs = [Tensor.zeros(count) for _ in range(n)]
+        dist.all_gather(outs, Tensor(every[r]))
+        for k in range(n):
+            check(f"all_gather of {count} [{k}]", outs[k].numpy(), every[k])
+        out = Tensor.zeros(n * count)
+        dist.all_gather_into_tensor(out, Tensor(every[r]))
+        check(f"all_gather_into_tensor of {count}", out.numpy(), stacked.reshape(-1))
+        gl = [Tensor.zeros(count) for _ in range(n)] if r == 0 else None
+        dist.gather(Tensor(every[r]), gl, dst=0)
+        for k in range(n if gl else 0):
+            check(f"gather of {count} [{k}]", gl[k].numpy(), every[k])
+    # the ops whose data is every rank's block: blocks within, at and over the packet's bytes in all
+    for block in (limit // (4 * n), limit // (4 * n) + 1, 16 * limit // (4 * n)):
+        every = [np.random.default_rng(7 * block + k).standard_normal(n * block).astype(np.float32) for k in range(n)]
+        out = Tensor.zeros(block)
+        dist.reduce_scatter_tensor(out, Tensor(every[r]))
+        check(
+            f"reduce_scatter_tensor of {block} a rank", out.numpy(), np.sum(every, 0)[r * block : (r + 1) * block], 1e-5
+        )
+        out = Tensor.zeros(block)
+        dist.scatter(out, [Tensor(every[0][k * block : (k + 1) * block]) for k in range(n)] if r == 0 else None, src=0)
+        check(f"scatter of {block} a rank", out.numpy(), every[0][r * block : (r + 1) * block])
+    # async handles of inline ops: complete when the call returns, their outputs written
+    t = Tensor(np.full(3, float(r + 1), np.float32))
+    w = dist.broadcast(t, src=0, async_op=True)
+    assert w.wait() and w.is_completed() and w.result() == [t]
+    check("async broadcast", t.numpy(), np.full(3, 1.0))
+    outs = [Tensor.zeros(2) for _ in range(n)]
+    w = dist.all_gather(outs, Tensor(np.full(2, float(r), np.float32)), async_op=True)
+    assert w.wait() and w.is_success()
+    for k in range(n):
+        check(f"async all_gather [{k}]", outs[k].numpy(), np.full(2, float(k)))
+    if n > 1:
+        calls = mpi_calls(world, dist.barrier)
+        assert calls == (["Allgather"] if checked else ["Barrier"]), calls
 
 
 def in_place_again(r: int, n: int) -> None:
@@ -208,7 +352,7 @@ def in_place_again(r: int, n: int) -> None:
     alone = [dist.new_group([k]) for k in range(n)]
     y = Tensor.ones(3 + r).contiguous().realize()
     dist.all_reduce(y, group=alone[r])
-    if n > 1:
+    if n > 1 and config.DIST_CHECK.value:
         try:
             dist.all_reduce(y)
             raise AssertionError("mismatched shapes of tensors seen before did not raise")
@@ -312,6 +456,16 @@ def timeout() -> None:
     dist.all_reduce(Tensor.ones(3))
 
 
+def timeout_kept() -> None:
+    """timeout on all_reduce's latency path: the tensor is seen before (its data travels in the check's packet)."""
+    x = Tensor.ones(3).contiguous().realize()
+    dist.all_reduce(x)
+    dist.all_reduce(x)
+    if dist.get_rank() == 1:
+        time.sleep(60)
+    dist.all_reduce(x)
+
+
 def two_hosts() -> None:
     """test_two_hosts.py: the ranks are in different network namespaces (two "machines"), then they train."""
     import os
@@ -332,6 +486,7 @@ if __name__ == "__main__":
     dist.init_process_group(backend="mpi")
     scenario = sys.argv[1]
     scenarios = {"collectives": collectives, "ddp": ddp, "timeout": timeout, "raises": raises, "two_hosts": two_hosts}
+    scenarios["timeout_kept"] = timeout_kept
     scenarios[scenario]()
     dist.barrier()
     print(f"ok {scenario} rank {dist.get_rank()}", flush=True)

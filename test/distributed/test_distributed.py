@@ -46,20 +46,27 @@ def test_collectives_against_numpy(n):
 
 
 @needs_mpi
+def test_collectives_without_the_check():
+    """DIST_CHECK=0: each collective is MPI's alone (no packet; the worker checks the calls), the same results."""
+    passed(job(2, "collectives", DIST_CHECK="0"), 2, "collectives")
+
+
+@needs_mpi
 def test_ddp_equals_one_process():
     passed(job(2, "ddp"), 2, "ddp")
 
 
 @needs_mpi
-def test_a_stuck_rank_times_out_and_aborts_the_job():
+@pytest.mark.parametrize("scenario", ["timeout", "timeout_kept"])
+def test_a_stuck_rank_times_out_and_aborts_the_job(scenario):
     t0 = time.monotonic()
-    p = job(2, "timeout", DIST_TIMEOUT="1")
+    p = job(2, scenario, DIST_TIMEOUT="1")
     out = p.stdout + p.stderr
     assert time.monotonic() - t0 < 40, "the job waited for the stuck rank"
     assert p.returncode != 0
     assert "DistBackendError: all_reduce" in out and "not completed after 1 s" in out, out[-3000:]
     assert "rank 0: DistBackendError in a blocking collective (the watchdog); aborting the job" in out, out[-3000:]
-    assert 'mpi_worker.py", line' in out and "in timeout" in out, "no stack of the blocked call: " + out[-3000:]
+    assert 'mpi_worker.py", line' in out and f"in {scenario}" in out, "no stack of the blocked call: " + out[-3000:]
 
 
 @needs_mpi
