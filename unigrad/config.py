@@ -57,6 +57,9 @@ CACHEDIR = _knob(
 DISABLE_COMPILER_CACHE = _knob("DISABLE_COMPILER_CACHE", int, 0, "1 disables the on-disk compile cache")
 CACHE_MB = _knob("CACHE_MB", int, 1024, "megabytes each on-disk cache folder may hold; its least recently used go")
 PROGRAM_CACHE = _knob("PROGRAM_CACHE", int, 1024, "kernels kept loaded in memory; the least recently used go past it")
+REBASE = _knob(
+    "REBASE", int, 1, "1: kernels that differ only in where their read-only slices start share one program (0: never)"
+)
 MERGE_KERNELS = _knob(
     "MERGE_KERNELS", int, 1, "1: elementwise kernels over one loop nest merge into one of several outputs (0: never)"
 )

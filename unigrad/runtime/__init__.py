@@ -36,6 +36,14 @@ DEVICES = {
 class Allocator:
     """Device memory: `alloc` returns an opaque handle; copies go through host numpy arrays."""
 
+    # whether offset() can address a buffer from a byte offset on: kernels that differ only in where their read-only
+    # slices start then share one program (pipeline/rebase.py, runtime/offsets.py)
+    can_offset = False
+
+    def offset(self, handle: Any, nbytes: int) -> Any:
+        """The handle of the buffer's memory from byte `nbytes` on (where can_offset)."""
+        raise NotImplementedError
+
     def alloc(self, nbytes: int, dtype: DType, size: int) -> Any:
         raise NotImplementedError
 

@@ -44,6 +44,7 @@ class CPUAllocator(Allocator):
     same intermediates every time does not pay the kernel's page faults again."""
 
     CACHE_BYTES = 1 << 30
+    can_offset = True
 
     def __init__(self) -> None:
         self.cache: dict[int, list[Any]] = {}
@@ -82,6 +83,9 @@ class CPUAllocator(Allocator):
         if self.cached + nbytes <= self.CACHE_BYTES:
             self.cache.setdefault(nbytes, []).append(handle)
             self.cached += nbytes
+
+    def offset(self, handle: Any, nbytes: int) -> Any:
+        return (handle[0], handle[1] + nbytes)
 
     def copyin(self, handle: Any, src: np.ndarray) -> None:
         ctypes.memmove(handle[1], src.ctypes.data, src.nbytes)

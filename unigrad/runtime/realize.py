@@ -44,7 +44,9 @@ from unigrad.pipeline.memplan import MemoryPlan, first_written, plan_memory
 from unigrad.pipeline.merge import kernel_outputs, merge_variant
 from unigrad.pipeline.optimize import Target, optimize
 from unigrad.pipeline.rangeify import rangeify
+from unigrad.pipeline.rebase import Rebased, rebase
 from unigrad.runtime import Buffer, Device, Lowered, disk_cache, jit, lowered_cache, to_numpy_dtype
+from unigrad.runtime.offsets import AtOffsets
 from unigrad.runtime.queue import run_steps
 
 _buffer_ids = itertools.count()
@@ -521,11 +523,12 @@ class CompiledKernel:
     lowered: Lowered
     device: str = ""
     _stats: tuple[int, int] | None = None
+    offsets: tuple[tuple[int, int], ...] = ()  # a rebased kernel's: (slot, element offset) its program reads from
 
     def __reduce__(self) -> tuple:
         """Pickled as its lowered kernel (source and signature): loading builds the program again (from the
         compiler's cache where it has it)."""
-        return load_kernel, (self.device, self.lowered)
+        return load_kernel, (self.device, self.lowered, self.offsets)
 
     @property
     def linear(self) -> UOp:
@@ -576,7 +579,8 @@ def _count(linear: UOp) -> int:
 
 
 def _kernel_key(device: str, ast: UOp, target: Target) -> tuple:
-    return (device, ast, config.NOOPT.value, config.BEAM.value, target)  # what decides the opts is part of the key
+    # what decides the opts is part of the key, and whether the kernel runs a rebased program (REBASE)
+    return (device, ast, config.NOOPT.value, config.BEAM.value, config.REBASE.value, target)
 
 
 def get_kernel(device: str, ast: UOp) -> CompiledKernel:
@@ -586,7 +590,24 @@ def get_kernel(device: str, ast: UOp) -> CompiledKernel:
     key = _kernel_key(device, ast, target)
     if (ck := _program_cache.get(key)) is not None:
         return ck
+    if (rb := _rebased(device, ast)) is not None:  # the program of its rebased AST, run from the offsets
+        shared = get_kernel(device, rb.ast)
+        ck = _program_cache[key] = _at_offsets(shared, rb.offsets) if rb.offsets else shared
+        return ck
     return _build_kernel(key, device, _lower_kernel(device, ast, target))
+
+
+def _rebased(device: str, ast: UOp) -> Rebased | None:
+    """The kernel with its read-only slices' starts moved into its arguments (pipeline/rebase.py), where the device
+    can pass a buffer from an offset on; None where nothing moves."""
+    if not config.REBASE.value or config.BEAM.value or not Device[device].allocator.can_offset:
+        return None
+    return rebase(ast)
+
+
+def _at_offsets(ck: CompiledKernel, offsets: tuple[tuple[int, int], ...]) -> CompiledKernel:
+    program = AtOffsets(ck.program, offsets, Device[ck.device].allocator)
+    return CompiledKernel(ck.name, program, ck.lowered, ck.device, offsets=offsets)
 
 
 def precompile(device: str, asts: list[UOp]) -> None:
@@ -598,9 +619,12 @@ def precompile(device: str, asts: list[UOp]) -> None:
         return
     dev = Device[device]
     target = dev.target
-    todo = {
-        k: ast for ast in asts if ast.op is Ops.SINK and (k := _kernel_key(device, ast, target)) not in _program_cache
-    }
+    todo = {}
+    for ast in asts:
+        if ast.op is Ops.SINK and _kernel_key(device, ast, target) not in _program_cache:
+            ast = rb.ast if (rb := _rebased(device, ast)) is not None else ast  # the variants share one program
+            if (k := _kernel_key(device, ast, target)) not in _program_cache:
+                todo[k] = ast
     if len(todo) < 2:
         return  # nothing to overlap: get_kernel builds it when it runs
     from concurrent.futures import ThreadPoolExecutor  # only here: importing it costs a fresh process ~7 ms
@@ -662,10 +686,11 @@ def _build_kernel(key: tuple, device: str, lowered: Lowered) -> CompiledKernel:
     return ck
 
 
-def load_kernel(device: str, lowered: Lowered) -> CompiledKernel:
+def load_kernel(device: str, lowered: Lowered, offsets: tuple[tuple[int, int], ...] = ()) -> CompiledKernel:
     """A lowered kernel compiled (or found in the compiler's cache) and loaded on `device`; what an unpickled
     CompiledKernel (a pickled TinyJit's) is rebuilt with."""
-    return CompiledKernel(lowered.name, Device[device].build(lowered), lowered, device)  # type: ignore[attr-defined]
+    ck = CompiledKernel(lowered.name, Device[device].build(lowered), lowered, device)  # type: ignore[attr-defined]
+    return _at_offsets(ck, offsets) if offsets else ck
 
 
 def lower(device: str, sink: UOp) -> Lowered:

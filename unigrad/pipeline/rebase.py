@@ -1,0 +1,99 @@
+"""Rebase: a kernel AST -> the same kernel with each read-only buffer's constant start moved into its argument.
+
+A recurrent model's step runs one kernel per time step on slices of the same buffers: x[t], the gates of step t.
+Their ASTs differ only in the constant that starts each slice's index (`e + 5120*t`), so each was compiled on its
+own (the LSTM LM's first step compiled 35 copies each of three kernels). Here the constant moves out: a buffer the
+kernel only reads, through INDEX nodes of the form ADD(e, CONST c) whose smallest index and c are at least o, is
+read from element o on, passed as (buffer, o) at launch, and its indexes lose o (e + (c - o)). Every time step's
+kernel is then one AST, one program.
+
+In: a kernel SINK (rangeify's, before optimization). Out: Rebased(ast, offsets) with offsets ((slot, elements),
+...) for the buffers moved, or None when nothing changes. o is a multiple of ALIGN_BYTES, so the alignment a buffer's
+start has (the CPU allocator's 64 bytes; a vector load's) is kept; a buffer read through any other index form keeps
+o = 0. Rebasing never changes what is read, only whether two kernels share a program. A buffer's size in the AST
+becomes the span its indexes reach from o (when known; offset 0 included), so kernels that read different-sized
+buffers the same way share too.
+"""
+
+from __future__ import annotations
+
+from unigrad.helpers import record
+from unigrad.ir.args import AddrSpace
+from unigrad.ir.ops import Ops
+from unigrad.ir.uop import UOp
+
+ALIGN_BYTES = 64
+
+@record(frozen=True)
+class Rebased:
+    """A rebased kernel AST and, per moved buffer argument, (slot, element offset) it is read from."""
+
+    ast: UOp
+    offsets: tuple[tuple[int, int], ...]
+
+
+def _split(idx: UOp) -> tuple[UOp | None, int]:
+    """idx as (e, c) with idx = e + c for a top-level constant c (e None: idx is the constant)."""
+    if idx.op is Ops.CONST:
+        return None, int(idx.arg.value)
+    if idx.op is Ops.ADD and idx.src[1].op is Ops.CONST:
+        return idx.src[0], int(idx.src[1].arg.value)
+    return idx, 0
+
+
+def _shifted(idx: UOp, o: int) -> UOp:
+    """idx - o for an index whose top-level constant c is at least o (rebase takes o <= c)."""
+    e, c = _split(idx)
+    if e is None:
+        return UOp.index_const(c - o)
+    return e if c == o else UOp(Ops.ADD, (e, UOp.index_const(c - o)))
+
+
+def _global_param(u: UOp) -> bool:
+    return u.op is Ops.PARAM and u.arg.addrspace is AddrSpace.GLOBAL and u.arg.name is None
+
+
+def rebase(ast: UOp) -> Rebased | None:
+    if ast.op is not Ops.SINK:
+        return None
+    nodes = ast.toposort()
+    indexes: dict[UOp, list[UOp]] = {}
+    skip: set[UOp] = set()  # stored to, or used other than as an INDEX's buffer
+    for u in nodes:
+        for i, s in enumerate(u.src):
+            if _global_param(s):
+                if u.op is Ops.INDEX and i == 0:
+                    indexes.setdefault(s, []).append(u)
+                else:
+                    skip.add(s)
+        if u.op is Ops.STORE:
+            target = u.src[0]
+            while target.op is not Ops.PARAM and target.src:
+                target = target.src[0]
+            skip.add(target)
+    moved: dict[UOp, tuple[UOp, int]] = {}  # buffer -> (its PARAM with the span as size, offset)
+    for p, idxs in indexes.items():
+        size = p.shape[0]
+        if p in skip or not isinstance(size, int) or len(p.src) != 1:
+            continue
+        lows, highs = [], []
+        for x in idxs:
+            lo, hi = x.src[1].vmin, x.src[1].vmax
+            lows.append(min(int(lo), _split(x.src[1])[1]) if isinstance(lo, int) else -1)
+            highs.append(hi)
+        o = max(0, min(lows))
+        o -= o % max(1, ALIGN_BYTES // p.arg.dtype.itemsize)
+        span = min(max(highs) + 1 - o, size - o) if all(isinstance(h, int) for h in highs) else size - o
+        if o or span != size:
+            moved[p] = (p.replace(src=(UOp.shape_src((span,)),)), o)
+    if not moved:
+        return None
+    memo: dict[UOp, UOp] = {}  # sources first: an index may itself read a moved buffer (a binary search)
+    for u in nodes:
+        src = tuple(memo[s] for s in u.src)
+        if u.op is Ops.INDEX and u.src[0] in moved:
+            q, o = moved[u.src[0]]
+            src = (q, _shifted(src[1], o) if o else src[1], *src[2:])
+        memo[u] = u if src == u.src else u.replace(src=src)
+    offsets = tuple(sorted((p.arg.slot, o) for p, (_, o) in moved.items() if o))
+    return Rebased(memo[ast], offsets)
