@@ -120,3 +120,27 @@ def test_half_dtype_of_tensor_api():
     base = x.numpy().astype(np.float32)
     for t, g in enumerate(got):
         np.testing.assert_array_equal(g, base[t * 4 : t * 4 + 4] * 2)
+
+
+def random_slices() -> list[Tensor]:
+    """Slices of one random tensor, each computed by a kernel of its own: each draws its part of the random stream,
+    counted from the slice's start (a constant per kernel, lifted into a Variable: one program for all)."""
+    Tensor.manual_seed(7)
+    r = Tensor.rand(5, 64)
+    return [r[t] * 2.0 for t in range(1, 5)]
+
+
+def test_lifted_random_counters_share_a_program_and_give_the_same_values():
+    with config.Context(MERGE_KERNELS=0):
+        ys = rt.kernelize([y.uop for y in random_slices()], "CPU")
+        calls = list({u.src[0]: None for y in ys for u in y.toposort() if u.op is Ops.CALL})
+        moved = [rebase(a) for a in calls]
+        assert all(m is not None and m.values for m in moved)
+        assert sorted(v for m in moved for _, v in m.values) == [64, 128, 192, 256]
+        assert len({m.ast for m in moved}) == 1
+        with config.Context(REBASE=0):
+            off = [y.numpy() for y in random_slices()]
+        on = [y.numpy() for y in random_slices()]
+    for a, b in zip(on, off):
+        np.testing.assert_array_equal(a, b)
+    assert len({a.tobytes() for a in on}) == 4 and all(0 <= a.min() and a.max() < 2 for a in on)

@@ -13,16 +13,24 @@ start has (the CPU allocator's 64 bytes; a vector load's) is kept; a buffer read
 o = 0. Rebasing never changes what is read, only whether two kernels share a program. A buffer's size in the AST
 becomes the span its indexes reach from o (when known; offset 0 included), so kernels that read different-sized
 buffers the same way share too.
+
+Index constants used as data move out the same way: an index ADD(e, CONST c) that is only cast to a value type (a
+random stream's counter, `arange + c`: dropout in time step t counts from t * numel) takes a Variable `_rb<k>` for
+c, its value given at launch (Rebased.values): the dropout of every time step, every layer, is one program too.
 """
 
 from __future__ import annotations
 
+import functools
+
+from unigrad.dtype import dtypes
 from unigrad.helpers import record
 from unigrad.ir.args import AddrSpace
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
 
 ALIGN_BYTES = 64
+COUNTER_MAX = (1 << 62) - 1  # a lifted counter's Variable bound: any element index
 
 @record(frozen=True)
 class Rebased:
@@ -30,6 +38,7 @@ class Rebased:
 
     ast: UOp
     offsets: tuple[tuple[int, int], ...]
+    values: tuple[tuple[str, int], ...] = ()  # the lifted counters' Variables and this kernel's values
 
 
 def _split(idx: UOp) -> tuple[UOp | None, int]:
@@ -59,7 +68,13 @@ def rebase(ast: UOp) -> Rebased | None:
     nodes = ast.toposort()
     indexes: dict[UOp, list[UOp]] = {}
     skip: set[UOp] = set()  # stored to, or used other than as an INDEX's buffer
+    as_data: dict[UOp, bool] = {}  # an index ADD(e, CONST c) -> whether every use casts it to data
     for u in nodes:
+        for s in u.src:
+            if s in as_data:
+                as_data[s] = as_data[s] and u.op is Ops.CAST and u.dtype is not dtypes.index
+        if u.op is Ops.ADD and u.dtype is dtypes.index and u.src[1].op is Ops.CONST and u.src[1].arg.value > 0:
+            as_data[u] = True
         for i, s in enumerate(u.src):
             if _global_param(s):
                 if u.op is Ops.INDEX and i == 0:
@@ -86,14 +101,25 @@ def rebase(ast: UOp) -> Rebased | None:
         span = min(max(highs) + 1 - o, size - o) if all(isinstance(h, int) for h in highs) else size - o
         if o or span != size:
             moved[p] = (p.replace(src=(UOp.shape_src((span,)),)), o)
-    if not moved:
+    counters = [u for u, data in as_data.items() if data]
+    if not moved and not counters:
         return None
+    lifted = {u: _counter(k) for k, u in enumerate(counters)}
     memo: dict[UOp, UOp] = {}  # sources first: an index may itself read a moved buffer (a binary search)
     for u in nodes:
         src = tuple(memo[s] for s in u.src)
         if u.op is Ops.INDEX and u.src[0] in moved:
             q, o = moved[u.src[0]]
             src = (q, _shifted(src[1], o) if o else src[1], *src[2:])
+        elif u in lifted:
+            src = (src[0], lifted[u])
         memo[u] = u if src == u.src else u.replace(src=src)
     offsets = tuple(sorted((p.arg.slot, o) for p, (_, o) in moved.items() if o))
-    return Rebased(memo[ast], offsets)
+    values = tuple((lifted[u].arg.name, int(u.src[1].arg.value)) for u in counters)
+    return Rebased(memo[ast], offsets, values)
+
+
+@functools.lru_cache(maxsize=64)
+def _counter(k: int) -> UOp:
+    """The Variable the k-th lifted counter constant becomes (the same in every kernel: they then share a program)."""
+    return UOp.variable(f"_rb{k}", 0, COUNTER_MAX)

@@ -2,7 +2,8 @@
 
 A rebased kernel's program is shared by every kernel that differs from it only in where its read-only buffers
 start. Each of those runs it through an AtOffsets: the same call as a program's (buffers, Variable values), with
-the buffers of the moved slots replaced by views that start at their offsets. A device offers this when its
+the buffers of the moved slots replaced by views that start at their offsets, and the values of its lifted counters
+added to the Variables'. A device offers this when its
 allocator can address a buffer from a byte offset on (Allocator.offset); the others keep one program per kernel.
 """
 
@@ -42,11 +43,15 @@ class BufferAt:
 
 
 class AtOffsets:
-    """`program` run with buffer argument k read from element offsets[k] on (k in `offsets`)."""
+    """`program` run with buffer argument k read from element offsets[k] on (k in `offsets`) and the lifted
+    counters' Variables at `values`."""
 
-    def __init__(self, program: Any, offsets: tuple[tuple[int, int], ...], allocator: Any) -> None:
+    def __init__(
+        self, program: Any, offsets: tuple[tuple[int, int], ...], values: tuple[tuple[str, int], ...], allocator: Any
+    ) -> None:
         self.program = program
         self.offsets = offsets
+        self.values = dict(values)
         self.allocator = allocator
 
     def views(self, bufs: list[Any]) -> list[Any]:
@@ -57,7 +62,7 @@ class AtOffsets:
         return out
 
     def __call__(self, bufs: list[Any], var_vals: dict[str, int]) -> Any:
-        return self.program(self.views(bufs), var_vals)
+        return self.program(self.views(bufs), {**var_vals, **self.values} if self.values else var_vals)
 
     def prepare(self, bufs: list[Any], holes: list[tuple[int, int]]) -> Callable[[list[Any], dict[str, int]], None]:
         """A replay call (TinyJit) as the program's own prepare makes it, on the views; a slot that is moved and
@@ -65,7 +70,11 @@ class AtOffsets:
         moved = {slot for slot, _ in self.offsets}
         inner = getattr(self.program, "prepare", None)
         if inner is not None and not any(pos in moved for pos, _ in holes):
-            return inner(self.views(bufs), holes)  # type: ignore[no-any-return]
+            call = inner(self.views(bufs), holes)
+            if not self.values:
+                return call  # type: ignore[no-any-return]
+            values = self.values
+            return lambda inputs, var_vals: call(inputs, {**var_vals, **values})
 
         def call(inputs: list[Any], var_vals: dict[str, int]) -> None:
             full = list(bufs)

@@ -523,12 +523,12 @@ class CompiledKernel:
     lowered: Lowered
     device: str = ""
     _stats: tuple[int, int] | None = None
-    offsets: tuple[tuple[int, int], ...] = ()  # a rebased kernel's: (slot, element offset) its program reads from
+    rebased: Rebased | None = None  # a rebased kernel's offsets and values (its program is the rebased AST's)
 
     def __reduce__(self) -> tuple:
         """Pickled as its lowered kernel (source and signature): loading builds the program again (from the
         compiler's cache where it has it)."""
-        return load_kernel, (self.device, self.lowered, self.offsets)
+        return load_kernel, (self.device, self.lowered, self.rebased)
 
     @property
     def linear(self) -> UOp:
@@ -592,7 +592,7 @@ def get_kernel(device: str, ast: UOp) -> CompiledKernel:
         return ck
     if (rb := _rebased(device, ast)) is not None:  # the program of its rebased AST, run from the offsets
         shared = get_kernel(device, rb.ast)
-        ck = _program_cache[key] = _at_offsets(shared, rb.offsets) if rb.offsets else shared
+        ck = _program_cache[key] = _at_offsets(shared, rb) if rb.offsets or rb.values else shared
         return ck
     return _build_kernel(key, device, _lower_kernel(device, ast, target))
 
@@ -605,9 +605,9 @@ def _rebased(device: str, ast: UOp) -> Rebased | None:
     return rebase(ast)
 
 
-def _at_offsets(ck: CompiledKernel, offsets: tuple[tuple[int, int], ...]) -> CompiledKernel:
-    program = AtOffsets(ck.program, offsets, Device[ck.device].allocator)
-    return CompiledKernel(ck.name, program, ck.lowered, ck.device, offsets=offsets)
+def _at_offsets(ck: CompiledKernel, rb: Rebased) -> CompiledKernel:
+    program = AtOffsets(ck.program, rb.offsets, rb.values, Device[ck.device].allocator)
+    return CompiledKernel(ck.name, program, ck.lowered, ck.device, rebased=rb)
 
 
 def precompile(device: str, asts: list[UOp]) -> None:
@@ -686,11 +686,11 @@ def _build_kernel(key: tuple, device: str, lowered: Lowered) -> CompiledKernel:
     return ck
 
 
-def load_kernel(device: str, lowered: Lowered, offsets: tuple[tuple[int, int], ...] = ()) -> CompiledKernel:
+def load_kernel(device: str, lowered: Lowered, rebased: Rebased | None = None) -> CompiledKernel:
     """A lowered kernel compiled (or found in the compiler's cache) and loaded on `device`; what an unpickled
     CompiledKernel (a pickled TinyJit's) is rebuilt with."""
     ck = CompiledKernel(lowered.name, Device[device].build(lowered), lowered, device)  # type: ignore[attr-defined]
-    return _at_offsets(ck, offsets) if offsets else ck
+    return _at_offsets(ck, rebased) if rebased is not None else ck
 
 
 def lower(device: str, sink: UOp) -> Lowered:
