@@ -9,9 +9,11 @@ Two parts, each an MPI job this module starts itself (`python -m unigrad.distrib
                  The three are interleaved, round after round (a barrier before each), and the median round is
                  reported. Bus bandwidth is nccl-tests' definition: algbw x 2(n-1)/n, algbw = bytes / time (on 2
                  ranks busbw = algbw). Ratios are unigrad's bandwidth / mpi4py's (>= 0.9 is issue 35's target from
-                 1 MB up; at 1 KB the time ratio, target <= 2). With the check a call is two MPI round trips (the
-                 16-byte check, then the data), so its small-size time ratio cannot go below about 2; the no-check
-                 ratio is the Python around one MPI call.
+                 1 MB up; at 1 KB the time ratio, target <= 2). With the check, data that fits the check's packet
+                 (up to 2 KB on 2 ranks: the 1 KB row) is one MPI round trip, the packets' Allgather (signature
+                 hash + data), then MPI's Reduce_local on each rank; bigger data is that Allgather and then MPI's
+                 Allreduce, two round trips (the 4 KB and 16 KB rows show the second; from 64 KB on it is noise).
+                 The no-check column is one MPI Allreduce and the Python around it.
   2. ddp         one Adam training step of the digits MLP (64 -> 128 -> 10) and of the small CNN (conv 1 -> 16, 3x3,
                  maxpool, linear 256 -> 10), global batch 128: DistributedDataParallel on 2 ranks (64 samples each,
                  one core each) against one process of one core taking the whole batch (a third job, no mpirun).

@@ -49,7 +49,7 @@ import time
 import traceback
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -169,6 +169,7 @@ _OPS_CHECKED = (
 _OP_CODE = {op: i for i, op in enumerate(_OPS_CHECKED)}
 _REDUCE_CODE = {op: i for i, op in enumerate(ReduceOp)}  # a reduction's ReduceOp in its signature
 _CHECK_WHAT = {op: f"{op} (the shape check)" for op in _OPS_CHECKED}  # the watchdog's name of each check
+_ALL_REDUCE_CHECK = _CHECK_WHAT["all_reduce"]
 _DTYPE_CODE = {dt: i for i, dt in enumerate(_DTYPES)}
 
 
@@ -879,7 +880,7 @@ def _gather_packets(what: str, g: ProcessGroup) -> None:
         dog.op = None
 
 
-def _disagree(op: str, g: ProcessGroup, t: Tensor | None, root: int, reduce_op: ReduceOp | None) -> None:
+def _disagree(op: str, g: ProcessGroup, t: Tensor | None, root: int, reduce_op: ReduceOp | None) -> NoReturn:
     """The ranks' hashes differ (every rank saw every hash, so every rank is here): gather the full signatures (a
     fixed size too) and raise the DistError naming what each rank passed."""
     mine = _signature(op, t, root, reduce_op)
@@ -899,7 +900,9 @@ def _reduce_rows(rows: np.ndarray, out: np.ndarray, mpi_op: Any) -> None:
         mpi_op.Reduce_local([row, count, dt], [out, count, dt])
 
 
-def _done(what: str, g: ProcessGroup, finish: Callable[[], None] | None, outputs: list[Tensor], async_op: bool):
+def _done(
+    what: str, g: ProcessGroup, finish: Callable[[], None] | None, outputs: list[Tensor], async_op: bool
+) -> Work | None:
     """An op whose data travelled in the check's packets, already written: finished here (`finish`: written back,
     divided, ...); async_op: a Work already complete."""
     if finish is not None:
@@ -928,15 +931,46 @@ def all_reduce(
     tensor: Tensor, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None, async_op: bool = False
 ) -> Work | None:
     """Every rank's `tensor` becomes the op over all ranks' tensors (in place)."""
-    g = _group(group)
-    if g is None:
+    g = _state.world if group is None else _group(group)  # (WORLD without _group's call: the common case)
+    if g is None:  # not a member (or no init_process_group yet: _world raises)
+        _world()
         return None
     if not async_op and isinstance(tensor, Tensor):
+        # the latency path: a whole CPU tensor seen before (no write through another view pending), by its plan (made
+        # once per group and op). Every lookup or call here is ~0.05 us of a ~1.7 us call, so the common case is
+        # written out: _kept, _exchange and _reduce_rows by the plan, the Allgather watched as _gather_packets does
         uop = tensor.uop
-        fast = _in_place.get(id(uop))  # _kept without its call
-        if fast is not None and fast.uop() is uop and fast.mpi_reduces and not _assign_owner:
-            # the latency path: a whole CPU tensor seen before (no write through another view pending)
-            _all_reduce_kept(fast, tensor, op, g)
+        fast = _in_place.get(id(uop))
+        # (_assign_owner's dict itself: WeakValueDictionary's len is a Python call; an entry pending removal only
+        # sends this call down the general path)
+        if fast is not None and fast.uop() is uop and fast.mpi_reduces and not _assign_owner.data:
+            plan = fast.plan
+            if plan is None or plan.group is not g or plan.op is not op:
+                plan = fast.plan = _plan(fast, g, op, tensor)
+            if _made:  # realize_readers' own first test, without its call (a loop of collectives makes no tensor)
+                realize_readers(tensor)
+            if plan.inline and config.DIST_CHECK.value:
+                g._headers[g._rank] = plan.hash
+                plan.mine[:] = plan.src
+                dog = _state.watchdog
+                assert dog is not None, "unigrad.distributed: a collective after destroy_process_group"
+                dog.op = (_ALL_REDUCE_CHECK, g, _get_ident())
+                try:
+                    g.comm.Allgather(_state.MPI.IN_PLACE, g._gather)
+                finally:
+                    dog.op = None
+                if g._headers != plan.want:
+                    _disagree("all_reduce", g, tensor, -1, op)
+                if plan.last is not None:
+                    plan.src[:] = plan.last
+                for spec in plan.ins:
+                    plan.reduce_local(spec, plan.out)
+            elif g._size > 1:  # (over one rank the op leaves the tensor as it is)
+                if config.DIST_CHECK.value:
+                    _exchange("all_reduce", g, tensor, -1, op, fast.array.nbytes)
+                _allreduce_in_place("all_reduce", g, fast.array, plan.mpi_op)
+            if op is _AVG:
+                tensor.assign(tensor / g._size).realize()
             return None
     mpi_op = _mpi_op(op, tensor.dtype, "all_reduce")
     host = _Host(tensor, "all_reduce", writes=True, arith=True)
@@ -953,41 +987,12 @@ def all_reduce(
     return _collective("all_reduce", g, "Allreduce", args, host, finish, [tensor], async_op)
 
 
-def _all_reduce_kept(fast: _InPlace, tensor: Tensor, op: ReduceOp, g: ProcessGroup) -> None:
-    """all_reduce's latency path: MPI works on the tensor's memory in place, by its plan (made once per group and op).
-    Where the tensor fits the check's packets: _exchange and _reduce_rows as the plan has them made, the Allgather
-    watched as _gather_packets watches it, nothing looked up but the plan (each lookup or call here is ~0.05 us of a
-    ~1.7 us call); else the check's exchange, then MPI's Allreduce."""
-    plan = fast.plan
-    if plan is None or plan.group is not g or plan.op is not op:
-        plan = fast.plans.get((g, op))
-        if plan is None:
-            plan = fast.plans[(g, op)] = _ReducePlan(fast, g, op, tensor)
-        fast.plan = plan
-    if _made:  # realize_readers' own first test, without its call (a loop of collectives makes no tensor)
-        realize_readers(tensor)
-    if plan.inline and config.DIST_CHECK.value:
-        g._headers[g._rank] = plan.hash
-        plan.mine[:] = plan.src
-        dog = _state.watchdog
-        assert dog is not None, "unigrad.distributed: a collective after destroy_process_group"
-        dog.op = (_CHECK_WHAT["all_reduce"], g, _get_ident())
-        try:
-            g.comm.Allgather(_state.MPI.IN_PLACE, g._gather)
-        finally:
-            dog.op = None
-        if g._headers != plan.want:
-            _disagree("all_reduce", g, tensor, -1, op)
-        if plan.last is not None:
-            plan.src[:] = plan.last
-        for spec in plan.ins:
-            plan.reduce_local(spec, plan.out)
-    elif g._size > 1:  # (over one rank the op leaves the tensor as it is)
-        if config.DIST_CHECK.value:
-            _exchange("all_reduce", g, tensor, -1, op, fast.array.nbytes)
-        _allreduce_in_place("all_reduce", g, fast.array, plan.mpi_op)
-    if op is _AVG:
-        tensor.assign(tensor / g._size).realize()
+def _plan(fast: _InPlace, g: ProcessGroup, op: ReduceOp, t: Tensor) -> _ReducePlan:
+    """The kept tensor's all_reduce plan for a group and op (made on first use)."""
+    plan = fast.plans.get((g, op))
+    if plan is None:
+        plan = fast.plans[(g, op)] = _ReducePlan(fast, g, op, t)
+    return plan
 
 
 def broadcast(tensor: Tensor, src: int = 0, group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
