@@ -345,10 +345,6 @@ def compute_gradient(
                 grads[s] = sg if s not in grads else add(grads[s], sg)
 
     for u in reversed(order):
-        if u.op is Ops.GETTUPLE and u.src[0] in on_path and (g := grads.get(u)) is not None:
-            outs = out_grads.setdefault(u.src[0], {})
-            outs[u.arg] = g if u.arg not in outs else add(outs[u.arg], g)
-            continue
         if u.op is Ops.FUNCTION and u in out_grads:
             outs_g = tuple(out_grads[u].get(i) for i in range(len(u.src[0].src)))  # None: an output not used
             accumulate(u.src[1:], u.arg.backward(outs_g, u.src[1:]))
@@ -356,6 +352,10 @@ def compute_gradient(
         g = grads.get(u)
         if g is not None and hooks and u in hooks:  # every user of u is done: its gradient is complete
             g = grads[u] = hooks[u](g)
+        if u.op is Ops.GETTUPLE and u.src[0] in on_path and g is not None:  # an output of a function with a rule
+            outs = out_grads.setdefault(u.src[0], {})
+            outs[u.arg] = g if u.arg not in outs else add(outs[u.arg], g)
+            continue
         if g is None or on_path.isdisjoint(u.src):
             continue
         rule = GRADIENT_RULES.get(u.op)

@@ -212,6 +212,30 @@ def _sigmoid_exact(x: Tensor) -> Tensor:
     return pos.where(1, e) / (1 + e)
 
 
+def _sigmoid_derivative(x: Tensor) -> Tensor:
+    """sigmoid'(x) = e/(1+e)^2 for e = exp(-|x|) to ~1 ulp: exact where torch's (1-y)*y has rounded y to 1."""
+    e = _exp_nonpositive(-_abs(x))
+    r = (1 + e).reciprocal()
+    return e * r * r
+
+
+def _silu(x: Tensor) -> Tensor:
+    return x * _sigmoid(x)
+
+
+def _gelu_exact(x: Tensor) -> Tensor:
+    return x * 0.5 * _erfc(x * -math.sqrt(0.5))
+
+
+def _gelu_exact_derivative(x: Tensor) -> Tensor:
+    return (x * -math.sqrt(0.5)).erfc() * 0.5 + x * (x.square() * -0.5).exp() * (1 / math.sqrt(2 * PI))
+
+
+def _gelu_tanh(x: Tensor) -> Tensor:
+    u = (x + x * x * x * 0.044715) * math.sqrt(2 / PI)
+    return x * _sigmoid(u * 2)
+
+
 def _softplus(x: Tensor) -> Tensor:
     """log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|))."""
     return x.maximum(0) + _log1p((-x.abs()).exp())
@@ -244,27 +268,32 @@ def _atanh(x: Tensor) -> Tensor:
     return (a > 1).where(math.nan, (x < 0).where(-y, y))
 
 
-# name -> @function(value, backward=its derivative), made when first used (function.py imports tensor.py)
+# name -> the @function of a composite (value, with the backward rule of its derivative where it has one), made when
+# first used (function.py imports tensor.py)
 _RULED: dict[str, Any] = {}
 
 
-def _with_gradient(
-    x: Tensor, name: str, value: Callable[[Tensor], Tensor], derivative: Callable[[Tensor], Tensor]
+def _composite(
+    x: Tensor, name: str, value: Callable[[Tensor], Tensor], derivative: Callable[[Tensor], Tensor] | None = None
 ) -> Tensor:
-    """value(x) (computed as _compute says) whose gradient is g * derivative(x), torch's formula evaluated as torch
-    does, instead of the derivative of value's composition: the two differ where the composition selects a branch
-    (outside the domain, a nan value picked by `where` has gradient 0; torch's formula gives its own value there)
-    and in rounding. Without a gradient to track it is value(x) itself; with one, an @function with that rule."""
-    from unigrad.tensor import Tensor
-
+    """value(x), a composition of some 20-80 elementwise ops (tanh, sigmoid, erf...), computed as _compute says, as one
+    @function call: its body is traced once per input shape, dtype and device, and a call is two nodes (tanh took 80 us
+    of Python per call composed op by op, 9 us as a call); the scheduler inlines it, so the kernels are the
+    composition's. derivative: the gradient is g * derivative(x), torch's formula evaluated as torch does, instead of
+    the derivative of value's composition: the two differ where the composition selects a branch (outside the domain,
+    a nan value picked by `where` has gradient 0; torch's formula gives its own value there) and in rounding; a
+    derivative that calls the function itself (tanh's 1 - tanh(x)^2) reads the forward's call, the same node.
+    Without one, autodiff goes through the inlined composition. A tensor over several devices is composed in place."""
     xc, dt = _compute(x)
-    if not (x.requires_grad and x.dtype.is_float) or Tensor.no_grad:
+    if not isinstance(xc.device, str):
         return value(xc).cast(dt)
     if (fn := _RULED.get(name)) is None:
         from unigrad.function import function
 
-        fn = _RULED[name] = function(value, backward=lambda g, t: g * derivative(t))
-    return fn(xc).cast(dt)
+        rule = None if derivative is None else (lambda g, t, d=derivative: g * d(t))  # type: ignore[misc]
+        fn = _RULED[name] = function(value, backward=rule)
+        fn.name = name
+    return fn(xc).cast(dt)  # type: ignore[no-any-return]
 
 
 def _zero_grad_to(out: Tensor, *srcs: Tensor) -> Tensor:
@@ -349,8 +378,7 @@ class MathMixin:
         return (e + 0.25 * e.reciprocal()).cast(dt)
 
     def tanh(self: Tensor) -> Tensor:
-        x, dt = _compute(self)
-        return _tanh(x).cast(dt)
+        return _composite(self, "tanh", _tanh, lambda x: 1 - x.tanh().square())
 
     def asinh(self: Tensor) -> Tensor:
         """asinh(|x|) = log1p(|x| + x^2/(1 + sqrt(1 + x^2))); log(|x|) + ln2 for huge |x|."""
@@ -365,12 +393,12 @@ class MathMixin:
     def acosh(self: Tensor) -> Tensor:
         """acosh(x) = log1p(t + sqrt(t*(t+2))), t = x - 1 (exact near 1); log(x) + ln2 for huge x; nan below 1.
         Gradient: torch's formula 1/sqrt(x*x - 1) (inf at 1, nan below it, 0 where x*x overflows)."""
-        return _with_gradient(self, "acosh", _acosh, lambda x: (x * x - 1).sqrt().reciprocal())
+        return _composite(self, "acosh", _acosh, lambda x: (x * x - 1).sqrt().reciprocal())
 
     def atanh(self: Tensor) -> Tensor:
         """atanh(|x|) = log1p(2|x|/(1-|x|)) / 2 (1 - |x| is exact near 1): +-inf at +-1, nan beyond. Gradient:
         torch's formula 1/(1 - x*x), also outside [-1, 1] where the value is nan (inf at +-1)."""
-        return _with_gradient(self, "atanh", _atanh, lambda x: (1 - x * x).reciprocal())
+        return _composite(self, "atanh", _atanh, lambda x: (1 - x * x).reciprocal())
 
     # ---------------------------------------------------------------- exp/log family
     def expm1(self: Tensor) -> Tensor:
@@ -390,12 +418,10 @@ class MathMixin:
         return x.sqrt().reciprocal().cast(dt)
 
     def erf(self: Tensor) -> Tensor:
-        x, dt = _compute(self)
-        return _erf(x).cast(dt)
+        return _composite(self, "erf", _erf, lambda x: (-x.square()).exp() * (2 / math.sqrt(PI)))
 
     def erfc(self: Tensor) -> Tensor:
-        x, dt = _compute(self)
-        return _erfc(x).cast(dt)
+        return _composite(self, "erfc", _erfc, lambda x: (-x.square()).exp() * (-2 / math.sqrt(PI)))
 
     def logaddexp(self: Tensor, other: Tensor | ConstType) -> Tensor:
         """log(exp(x) + exp(y)) = max + log1p(exp(-|x - y|)); equal infinities give themselves."""
@@ -643,12 +669,10 @@ class MathMixin:
         approximation x * sigmoid(2u) = x/2 * (1 + tanh(u)), u = sqrt(2/pi) * (x + 0.044715 x^3); 'none' is
         the exact x/2 * erfc(-x/sqrt(2)) of torch.nn.functional.gelu's default."""
         _float_only(self, "gelu")
-        x, dt = _compute(self)
-        if approximate == "none":
-            return (x * 0.5 * _erfc(x * -math.sqrt(0.5))).cast(dt)
+        if approximate == "none":  # torch's derivative: Phi(x) + x phi(x)
+            return _composite(self, "gelu", _gelu_exact, _gelu_exact_derivative)
         if approximate == "tanh":
-            u = (x + x * x * x * 0.044715) * math.sqrt(2 / PI)
-            return (x * _sigmoid(u * 2)).cast(dt)
+            return _composite(self, "gelu_tanh", _gelu_tanh)
         raise RuntimeError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
     def quick_gelu(self: Tensor) -> Tensor:
@@ -657,13 +681,11 @@ class MathMixin:
         return (x * _sigmoid(x * 1.702)).cast(dt)
 
     def sigmoid(self: Tensor) -> Tensor:
-        x, dt = _compute(self)
-        return _sigmoid_exact(x).cast(dt)
+        return _composite(self, "sigmoid", _sigmoid_exact, lambda x: _composite(x, "sigmoid'", _sigmoid_derivative))
 
     def silu(self: Tensor) -> Tensor:
         _float_only(self, "silu")
-        x, dt = _compute(self)
-        return (x * _sigmoid(x)).cast(dt)
+        return _composite(self, "silu", _silu)
 
     swish = silu
 
