@@ -146,9 +146,9 @@ _HASH_MASK = (1 << 62) - 1  # a signature's hash: 62 bits, the same in every pro
 # The check's packet: the signature's hash (an int64), then up to a group's inline bytes of data (8-byte aligned).
 # Inline bytes: 2 KB on up to 4 ranks, fewer on more (the gathered packets total at most 8 KB, so a big group's check
 # stays small; at least 56 bytes: a few scalars). Open MPI's shared memory sends a message of up to 4 KB (its header
-# included) eagerly: an Allgather of 2 ranks' packets takes ~0.80 us at 1 KB, ~0.87 us at 2 KB, ~0.93 us just below
-# 4 KB and ~4 us above, while an all_reduce of 4 KB through MPI takes ~1.4 us: 2 KB keeps the 1 KB packet cost of
-# every larger collective low and sends the common small ones (scalars, biases, metrics) in the check itself.
+# included) eagerly: on a 2-core machine an Allgather of 2 ranks' packets took ~0.80 us at 1 KB, ~0.87 us at 2 KB,
+# ~0.93 us just below 4 KB and ~4 us above, and an all_reduce of 4 KB through MPI ~1.4 us: 2 KB keeps the packet's
+# cost to every larger collective low and sends the common small ones (scalars, biases, metrics) in the check itself.
 _HEADER_BYTES = 8
 _INLINE_MAX_BYTES = 2048
 _GATHERED_MAX_BYTES = 8192
@@ -212,6 +212,7 @@ class ProcessGroup:
         raw = memoryview(self._packets).cast("B")
         self._headers = raw.cast("q")[:: packet // 8]
         self._gather = [raw, packet, _mpi().BYTE]
+        self._mpi_in_place = _mpi().IN_PLACE  # (without _state.MPI's lookups: the latency path's Allgather)
 
     def rank(self) -> int:
         return self._rank
@@ -845,6 +846,7 @@ def _exchange(
     reduce_op: ReduceOp | None,
     nbytes: int,
     payload: Sequence[np.ndarray] = (),
+    h: int | None = None,
 ) -> np.ndarray | None:
     """The check (DIST_CHECK, on a group of several ranks): ONE Allgather of a fixed-size packet per rank (the same
     size on every rank and for every op, so the counts always match, whatever the ranks passed): the signature's hash
@@ -853,8 +855,9 @@ def _exchange(
     compares every rank's hash: where they differ, every rank raises the DistError (_disagree) naming the op, the ranks
     and what each passed. Where they agree, every rank passed the same signature, so the same nbytes: every rank
     returns every rank's data (a (ranks, nbytes) view of the packets, valid until the group's next collective) where
-    it fitted, else None (the data collective follows)."""
-    h = _signature_hash(op, t, root, reduce_op)
+    it fitted, else None (the data collective follows). h: the signature's hash where the caller kept it."""
+    if h is None:
+        h = _signature_hash(op, t, root, reduce_op)
     g._headers[g._rank] = h
     inline = nbytes <= g._inline
     if inline and payload:
@@ -875,7 +878,7 @@ def _gather_packets(what: str, g: ProcessGroup) -> None:
     assert dog is not None, "unigrad.distributed: a collective after destroy_process_group"
     dog.op = (what, g, _get_ident())
     try:
-        g.comm.Allgather(_state.MPI.IN_PLACE, g._gather)
+        g.comm.Allgather(g._mpi_in_place, g._gather)
     finally:
         dog.op = None
 
@@ -956,7 +959,7 @@ def all_reduce(
                 assert dog is not None, "unigrad.distributed: a collective after destroy_process_group"
                 dog.op = (_ALL_REDUCE_CHECK, g, _get_ident())
                 try:
-                    g.comm.Allgather(_state.MPI.IN_PLACE, g._gather)
+                    g.comm.Allgather(g._mpi_in_place, g._gather)
                 finally:
                     dog.op = None
                 if g._headers != plan.want:
@@ -967,7 +970,7 @@ def all_reduce(
                     plan.reduce_local(spec, plan.out)
             elif g._size > 1:  # (over one rank the op leaves the tensor as it is)
                 if config.DIST_CHECK.value:
-                    _exchange("all_reduce", g, tensor, -1, op, fast.array.nbytes)
+                    _exchange("all_reduce", g, tensor, -1, op, fast.array.nbytes, h=plan.hash)
                 _allreduce_in_place("all_reduce", g, fast.array, plan.mpi_op)
             if op is _AVG:
                 tensor.assign(tensor / g._size).realize()
