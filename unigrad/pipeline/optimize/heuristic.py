@@ -380,11 +380,25 @@ def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
         # one chunk per core (matmul-like: each core keeps its panel of the output), else chunks of at most
         # CHUNK_WORK; or the fewest chunks (up to 4x as many) that divide the outermost loop evenly
         want = min(n, threads if matmul_like else max(threads, work // CHUNK_WORK))
-        chunks = next((k for k in range(want, 4 * want + 1) if n % k == 0), None)
-        if chunks is not None and chunks > 1:
-            split(outputs[0], chunks, AxisType.THREAD, top=True)
+        # (balance, axis preferred, fewer chunks): k chunks on `threads` cores keep k / (threads * ceil(k / threads))
+        # of them busy (3 chunks on 2 cores: 0.75, the M=66 matmul's 9 row tiles); a matmul whose row tiles do not
+        # divide evenly splits its columns instead, when that balances better
+        options = [(_balance(k, threads), 0, -k) for k in range(want, 4 * want + 1) if n % k == 0]
+        if matmul_like and blocks is None and len(outputs) >= 2 and max(options, default=(0.0,))[0] < 1:
+            n1 = sizes[rs.index(outputs[1])]
+            options += [(_balance(k, threads), -1, -k) for k in range(threads, 4 * threads + 1) if n1 % k == 0]
+        if options and (best := max(options))[2] < -1:
+            axis = outputs[-best[1]]
+            if axis is not outputs[0]:  # the columns' loop outermost first: only an outermost loop splits into THREADs
+                opts.append(Opt(OptOps.SWAP, rs.index(outputs[0]), rs.index(axis)))
+            split(axis, -best[2], AxisType.THREAD, top=True)
     if blocks is not None and not any(whole):
         # the block loop outermost (inside the THREAD axis): swapped with the outermost output
         split(tile[-1][0], blocks, AxisType.LOOP, top=True)
         opts.append(Opt(OptOps.SWAP, len(rs) + len(opts) - 1, rs.index(outputs[0])))  # every split added an axis
     return opts
+
+
+def _balance(chunks: int, threads: int) -> float:
+    """The share of `threads` cores busy over a kernel of `chunks` equal chunks."""
+    return chunks / (threads * -(-chunks // threads))
