@@ -32,6 +32,7 @@ from unigrad.ir.uop import UOp
 ALIGN_BYTES = 64
 COUNTER_MAX = (1 << 62) - 1  # a lifted counter's Variable bound: any element index
 
+
 @record(frozen=True)
 class Rebased:
     """A rebased kernel AST and, per moved buffer argument, (slot, element offset) it is read from."""
