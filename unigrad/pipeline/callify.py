@@ -172,28 +172,47 @@ def inline_functions(root: UOp, keep: Callable[[UOp], bool] = lambda fn: False) 
 
 
 class _Inliner:
-    """inline_functions' walk (methods, not closures calling each other: those would be a reference cycle holding the
-    graphs until the garbage collector runs)."""
+    """inline_functions' walk: one pass over the graph, sources first, each node rebuilt once over its rebuilt
+    sources, a call's sources being its arguments (a graph with a long chain of calls, an unrolled LSTM's gates, is
+    walked once, not once per call). A body is rebuilt once per call arguments, its PARAM(k) read as argument k (or,
+    kept, with its PARAMs and its own calls inlined). Methods, not closures calling each other: those would be a
+    reference cycle holding the graphs until the garbage collector runs."""
 
     def __init__(self, keep: Callable[[UOp], bool]) -> None:
-        self.keep, self.memo = keep, {}
+        self.keep = keep
+        self.memo: dict[UOp, UOp] = {}
+        # (FUNCTION, rebuilt arguments...) -> its rebuilt body TUPLE; (body,) -> a kept one's
+        self.bodies: dict[tuple[UOp, ...], UOp] = {}
 
-    def walk(self, u: UOp) -> UOp:
-        mapping: dict[UOp, UOp] = {}
-        for n in u.toposort(gate=lambda x: not is_traced_call(x)):
-            if is_traced_call(n):
-                mapping[n] = self.resolve(n)
-        return u.substitute(mapping) if mapping else u
+    def walk(self, root: UOp) -> UOp:
+        return self._rebuild(root, self.memo, None)
 
-    def resolve(self, call: UOp) -> UOp:
-        memo = self.memo
-        if call not in memo:
-            fn = call.src[0]
-            body = self.walk(fn.src[0])
-            args = tuple(self.walk(a) for a in fn.src[1:])
-            new_fn = fn.replace(src=(body, *args))
-            if self.keep(fn):
-                memo[call] = call.replace(src=(new_fn,))
+    def _rebuild(self, root: UOp, memo: dict[UOp, UOp], params: tuple[UOp, ...] | None) -> UOp:
+        """root rebuilt (memo: this scope's rebuilt nodes; params: inside a body inlined, its call's arguments)."""
+        stack: list[tuple[UOp, bool]] = [(root, False)]
+        while stack:
+            u, expanded = stack.pop()
+            if u in memo:
+                continue
+            if not expanded:
+                if params is not None and u.op is Ops.PARAM and u.arg.name is None:
+                    memo[u] = params[u.arg.slot]
+                    continue
+                stack.append((u, True))
+                stack.extend((s, False) for s in (u.src[0].src[1:] if is_traced_call(u) else u.src) if s not in memo)
+            elif is_traced_call(u):
+                memo[u] = self._call(u, tuple(memo[a] for a in u.src[0].src[1:]))
             else:
-                memo[call] = body.src[call.arg].substitute(function_params(new_fn))
-        return memo[call]
+                new = tuple(memo[s] for s in u.src)
+                memo[u] = u if new == u.src else u.replace(src=new)
+        return memo[root]
+
+    def _call(self, call: UOp, args: tuple[UOp, ...]) -> UOp:
+        fn = call.src[0]
+        if self.keep(fn):  # stays a call: its body with its own calls inlined, over the rebuilt arguments
+            if (body := self.bodies.get((fn.src[0],))) is None:  # once per traced body
+                body = self.bodies[(fn.src[0],)] = self._rebuild(fn.src[0], {}, None)
+            return call.replace(src=(fn.replace(src=(body, *args)),))
+        if (body := self.bodies.get((fn, *args))) is None:
+            body = self.bodies[(fn, *args)] = self._rebuild(fn.src[0], {}, args)
+        return body.src[call.arg]
