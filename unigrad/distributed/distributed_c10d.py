@@ -955,8 +955,7 @@ def all_reduce(
             if plan.inline and config.DIST_CHECK.value:
                 g._headers[g._rank] = plan.hash
                 plan.mine[:] = plan.src
-                dog = _state.watchdog
-                assert dog is not None, "unigrad.distributed: a collective after destroy_process_group"
+                dog = _state.watchdog  # (set: without init_process_group, _world or _group raised above)
                 dog.op = (_ALL_REDUCE_CHECK, g, _get_ident())
                 try:
                     g.comm.Allgather(g._mpi_in_place, g._gather)
