@@ -32,7 +32,7 @@ from unigrad.api.random import RandomMixin
 from unigrad.api.reduce import ReduceMixin, ValuesIndices
 from unigrad.dtype import ConstType, DType, dtypes, promote_types, promote_with_dims, result_dtype_with_scalar, to_dtype
 from unigrad.gradient import gradients, remember_graph
-from unigrad.helpers import RemovableHandle, record
+from unigrad.helpers import RemovableHandle, no_gc, record
 from unigrad.ir.args import LoadArg, ReduceArg
 from unigrad.ir.ops import GroupOp, Ops
 from unigrad.ir.props import broadcast_shapes
@@ -1397,8 +1397,10 @@ class Tensor(
             _backward_roots[id(self)] = self
         leaves = list(_leaves.values()) + list(_retained.values())
         root, *graphs = _resolve_assigns([self.uop, *(t.uop for t in leaves)])
+        with no_gc():  # the gradient graph is acyclic, freed by reference counting: the collector's passes over the
+            grads = gradients(root, root_grad, graphs, _gradient_hooks() if _hook_fns else None)  # young nodes cost 2x
         filled = []
-        for t, g in zip(leaves, gradients(root, root_grad, graphs, _gradient_hooks() if _hook_fns else None)):
+        for t, g in zip(leaves, grads):
             if g is not None:
                 gt = Tensor(g, device=t.device)
                 if create_graph:
