@@ -200,9 +200,10 @@ def test_own_backward_rule_with_two_outputs_and_errors():
 
 
 def test_callify_inlines_calls_in_its_walk_as_substitution_does():
-    """callify inlines @function calls while it walks: the FUNCTION it makes is the one made from the graph with
-    every call substituted first (pipeline.callify.inline_functions), node for node (hash-consing), for nested
-    calls, a body called twice on other arguments and twice on the same ones, and bound Variables inside."""
+    """callify inlines @function calls while it walks, or keeps a call whose body reads only its PARAMs (the
+    schedule inlines it): either way, inlined, the FUNCTION it makes is the one made from the graph with every call
+    substituted first (pipeline.callify.inline_functions), node for node (hash-consing), for nested calls, a body
+    called twice on other arguments and twice on the same ones, and bound Variables inside."""
     from unigrad.ir.uop import UOp
     from unigrad.pipeline.callify import callify, inline_functions
     from unigrad import Variable
@@ -221,7 +222,10 @@ def test_callify_inlines_calls_in_its_walk_as_substitution_does():
     v = Variable("callify_n", 1, 4).bind(3)
     d = outer(x[:v], w[:v])[0]
     sink = UOp(Ops.SINK, (a.uop, b.uop, c.uop, d.uop))
-    assert callify(sink) is callify(inline_functions(sink))
+    kept, inlined = callify(sink), callify(inline_functions(sink))
+    assert kept.src[1:] == inlined.src[1:]
+    assert inline_functions(kept.src[0]) is inlined.src[0]
+    assert any(u.op is Ops.FUNCTION for u in kept.src[0].toposort())  # inner's calls stay calls
     xn, wn = x.numpy(), w.numpy()
     ref = np.maximum(xn * wn, 0) + wn
     np.testing.assert_allclose(a.numpy(), ref * 2, rtol=1e-6)

@@ -102,6 +102,12 @@ class FunctionArg:
     precompile: bool = False
     backward: Callable[[tuple[UOp | None, ...], tuple[UOp, ...]], tuple[UOp | None, ...]] | None = None
 
+    def __repr__(self) -> str:
+        """The same text in every process (the rule by whether there is one, not its address): a graph's structure
+        keys the schedules saved on disk, and a call's rule decides gradients, never what the body computes."""
+        rule = ", backward=<rule>" if self.backward is not None else ""
+        return f"FunctionArg(name={self.name!r}, precompile={self.precompile}{rule})"
+
 
 @record(frozen=True, slots=True)
 class BufferArg:

@@ -10,6 +10,7 @@ read as the call's k-th argument (rebuilt first).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 from unigrad.ir.args import AddrSpace, FunctionArg, ParamArg
@@ -76,8 +77,16 @@ class _Walk:
                 return r
             return None
         if op is Ops.GETTUPLE and is_traced_call(u):
-            return self.inline(u)
+            return self.call(u) if self.params == () and _self_contained(u.src[0].src[0]) else self.inline(u)
         return None
+
+    def call(self, call: UOp) -> UOp:
+        """An @function call kept as a call over its rebuilt arguments: its body (no buffer or bound Variable in it)
+        is already stateless, and rebuilding it per call cost a node each (an unrolled LSTMCell's 2000 sigmoids and
+        tanhs: 80k nodes per step). The schedule inlines it (_build_schedule) when it is built."""
+        fn = call.src[0]
+        args = tuple(a if a.closed else self.memo.get(a) or self.rebuild_any(a) for a in fn.src[1:])
+        return call if args == fn.src[1:] else UOp(Ops.GETTUPLE, (fn.replace(src=(fn.src[0], *args)),), call.arg)
 
     def inline(self, call: UOp) -> UOp:
         """An @function call's result: its body's element rebuilt with PARAM(k) as the call's k-th argument (the
@@ -151,6 +160,18 @@ def _over(u: UOp, new_src: tuple[UOp, ...]) -> UOp:
         u.closed = True
         return u
     return UOp(u.op, new_src, u.arg)
+
+
+_CONTAINED: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
+
+
+def _self_contained(body: UOp) -> bool:
+    """A traced body that reads nothing but its PARAMs (no buffer it closes over, no bound Variable); per body."""
+    if (known := _CONTAINED.get(body)) is None:
+        known = _CONTAINED[body] = not any(
+            is_buffer_input(u) or (u.op is Ops.PARAM and len(u.src) == 4) or is_traced_call(u) for u in body.toposort()
+        )
+    return known
 
 
 def is_traced_call(u: UOp) -> bool:

@@ -1,6 +1,7 @@
 """Rangeify: decide the kernel split, and turn each kernel's movement ops into index math on RANGEs.
 
-In: FUNCTION(TUPLE(outputs), args...) from callify (tensor-level ops over PARAM(k) inputs).
+In: FUNCTION(TUPLE(outputs), args...) from callify (tensor-level ops over PARAM(k) inputs; the @function calls
+callify kept are inlined first).
 Out: FUNCTION(TUPLE(views), args...) where every materialized value is RESHAPE(AFTER(PARAM_m, CALL(kernel,
 PARAM_m, inputs...)), shape): PARAM_m for m >= len(args) is a buffer the caller allocates, and `kernel` is
 SINK(END(...STORE(INDEX(out, flat), value)...)) whose value is scalar ALU/LOAD/REDUCE math on RANGEs with
@@ -37,6 +38,7 @@ from unigrad.ir.pattern import PatternMatcher, UPat, graph_rewrite
 from unigrad.ir.props import prod
 from unigrad.ir.symbolic import pm_symbolic, simplify_given_valid
 from unigrad.ir.uop import UOp
+from unigrad.pipeline.callify import inline_functions, is_traced_call
 from unigrad.pipeline.expand import identity_element
 from unigrad.pipeline.merge import alias_groups, merge_kernels
 
@@ -717,6 +719,9 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
     """FUNCTION(TUPLE(outs), args) -> FUNCTION(TUPLE(views over kernel outputs), args); see module doc."""
     body = fn.src[0]
     topo = body.toposort()
+    if any(is_traced_call(u) for u in topo):  # the @function calls callify keeps: inlined first
+        body = inline_functions(body)
+        topo = body.toposort()
     realize = _materialize_points(body, topo)
     next_slot = len(fn.src) - 1
     memo: dict[UOp, UOp] = {}
