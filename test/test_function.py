@@ -232,3 +232,18 @@ def test_callify_inlines_calls_in_its_walk_as_substitution_does():
     np.testing.assert_allclose(b.numpy(), (np.maximum((xn + 1) * wn, 0) + wn).sum(), rtol=1e-5)
     np.testing.assert_allclose(c.numpy(), ref, rtol=1e-6)
     np.testing.assert_allclose(d.numpy()[:3], (ref * 2)[:3], rtol=1e-6)
+
+
+def test_kept_calls_with_a_varying_scalar_argument():
+    """A call callify keeps (its body reads only its PARAMs) traced once per Python scalar: the bodies of two values
+    differ only in a constant, the one the schedule lifts into an argument once values vary. The lifted constant must
+    not stay inside a body (whose PARAMs are its call's arguments): every value computes its own result."""
+
+    @function
+    def scaled(x: Tensor, c: float) -> Tensor:
+        return x * c + 1
+
+    base = rand(7)
+    for i, c in enumerate([0.5, 0.25, 2.0, 3.0, -1.5]):
+        y = (scaled(Tensor(base).realize(), c) + i).tanh()
+        np.testing.assert_allclose(y.numpy(), np.tanh(base * c + 1 + i), rtol=1e-5, atol=1e-6)

@@ -417,7 +417,11 @@ def lift_varying_constants(fn: UOp, device: str, offsets: bool = True) -> UOp:
     [0, room], the symbolic-shape machinery, so the kernels index by it. Sizes stay static. The first value of a
     structure keeps its constants (and the folding they allow), and so do those that never change. offsets=False
     (a precompiled @function's nested schedules, whose Variables share one namespace with their caller's) lifts
-    values only. Returns fn, or fn with those constants lifted."""
+    values only. Returns fn, or fn with those constants lifted (its @function calls inlined first: a constant of a
+    body is a use like any other, and a lifted one must not stay inside a body, whose PARAMs are its arguments)."""
+    given = fn
+    if any(is_traced_call(u) for u in fn.src[0].toposort()):
+        fn = fn.replace(src=(inline_functions(fn.src[0]), *fn.src[1:]))
     body = fn.src[0]
     uses: list[UOp] = []
 
@@ -434,7 +438,7 @@ def lift_varying_constants(fn: UOp, device: str, offsets: bool = True) -> UOp:
     nodes = body.toposort(gate=lambda x: not x.closed)
     erased = _rebuild_uses(nodes, placeholder, offset_placeholder if offsets else None)
     if not uses:
-        return fn
+        return given
     args = tuple(c.arg for c in uses)
     seen = _constants_seen.get(erased)
     varying = frozenset() if seen is None else seen.varying | {k for k, a in enumerate(args) if a != seen.args[k]}
@@ -447,7 +451,7 @@ def lift_varying_constants(fn: UOp, device: str, offsets: bool = True) -> UOp:
         return fn.replace(src=(seen.lifted, *args_in[:n_buffers], *values, *args_in[n_buffers:], *bound))
     _constants_seen[erased] = ConstantsSeen(args, varying)
     if not varying:
-        return fn
+        return given
     values = []
     bound = []
     value_uses: list[int] = []
