@@ -20,7 +20,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from unigrad.helpers import record, tree_fill, tree_flatten
+from unigrad.helpers import Slot, record, tree_fill, tree_flatten
 from unigrad.ir.args import FunctionArg, ParamArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
@@ -106,6 +106,17 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
                 out._join_autograd()
             outs.append(out)
         return tree_fill(traced.structure, outs)
+
+    def call1(self, x: Tensor) -> Tensor:
+        """fn(x) for a function of one Tensor returning one Tensor, without __call__'s argument walk (a composite
+        elementwise op, tanh or sigmoid: a call per use). Traced once per (shape, dtype, device) like any call."""
+        key = (x.uop.shape, x.dtype, x.device)
+        if (traced := self.traces.get(key)) is None:
+            traced = self.traces[key] = self._trace(((Slot(0),), {}), [x])
+            if len(traced.devices) != 1 or traced.structure != Slot(0):
+                raise TypeError(f"@function {self.name}: call1 takes a function of one Tensor returning one Tensor")
+        fn = UOp(Ops.FUNCTION, (traced.body, x.uop), FunctionArg(self.name, False, traced.rule))
+        return x._new(UOp(Ops.GETTUPLE, (fn,), 0), x)
 
     def _key(self, structure: Any, tensors: list[Tensor]) -> Any:
         key = (repr(structure), tuple((t.shape, t.dtype, t.device) for t in tensors))

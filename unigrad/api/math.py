@@ -293,7 +293,7 @@ def _composite(
         rule = None if derivative is None else (lambda g, t, d=derivative: g * d(t))  # type: ignore[misc]
         fn = _RULED[name] = function(value, backward=rule)
         fn.name = name
-    return fn(xc).cast(dt)  # type: ignore[no-any-return]
+    return fn.call1(xc).cast(dt)  # type: ignore[no-any-return]
 
 
 def _zero_grad_to(out: Tensor, *srcs: Tensor) -> Tensor:
