@@ -676,6 +676,9 @@ def _remember(cache: OrderedDict[tuple[Any, ...], V], key: tuple[Any, ...], valu
     return value
 
 
+_SAME_DTYPE = frozenset({Ops.ADD, Ops.MUL, Ops.SUB, Ops.MAX})  # binops whose result has the operands' dtype
+
+
 def _const_uop(x: ConstType, dtype: DType, shape: Shape) -> UOp:
     """The scalar `x` as a `dtype` UOp of `shape`: EXPAND(RESHAPE(CONST, 1s), shape), cached by value and shape."""
     key = (x, type(x), dtype, shape)
@@ -1757,13 +1760,15 @@ class Tensor(
 
     def _binop(self, op: Ops, other: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
         u = self.uop
+        # the result's dtype is the operands' for the arithmetic ops (a comparison's is bool: derived)
         if other.__class__ is Tensor:  # the hot path: same shape, dtype and device, nothing to broadcast or promote
             v = other.uop  # type: ignore[union-attr]
-            if u.shape == v.shape and u.dtype is v.dtype and other.device == self.device:  # type: ignore[union-attr]
-                return self._new(UOp.elementwise(op, (v, u) if reverse else (u, v)), other)  # type: ignore[arg-type]
-        elif (other.__class__ is float or other.__class__ is int) and u.dtype.is_float:  # keeps a float dtype
-            c = _const_uop(other, u.dtype, u.shape)
-            return self._new(UOp.elementwise(op, (c, u) if reverse else (u, c)))
+            if u.shape == v.shape and (dt := u.dtype) is v.dtype and other.device == self.device:  # type: ignore[union-attr]
+                srcs = (v, u) if reverse else (u, v)
+                return self._new(UOp.elementwise(op, srcs, dt if op in _SAME_DTYPE else None), other)  # type: ignore[arg-type]
+        elif (other.__class__ is float or other.__class__ is int) and (dt := u.dtype).is_float:  # keeps a float dtype
+            c = _const_uop(other, dt, u.shape)
+            return self._new(UOp.elementwise(op, (c, u) if reverse else (u, c), dt if op in _SAME_DTYPE else None))
         x, y = self._broadcasted(other, name, reverse)
         return x._alu(op, y)
 

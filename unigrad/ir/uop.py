@@ -77,12 +77,14 @@ class UOp:
         return self
 
     @staticmethod
-    def elementwise(op: Ops, src: tuple[UOp, ...]) -> UOp:
+    def elementwise(op: Ops, src: tuple[UOp, ...], dtype: DType | None = None) -> UOp:
         """An ALU node over sources of one shape (the caller has checked it: the Tensor binop hot path): its shape
-        is theirs, set here instead of derived when first asked."""
+        is theirs, and its dtype `dtype` when the caller knows it, set here instead of derived when first asked."""
         u = UOp(op, src)
         if u._shape is _MISSING:
             u._shape = src[0].shape
+            if dtype is not None:
+                u._dtype = dtype
         return u
 
     @staticmethod
