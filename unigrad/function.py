@@ -95,10 +95,7 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
             traced = self._trace(structure, tensors)
             if key is not None:
                 self.traces[key] = traced
-        arg = FunctionArg(self.name, self.precompile, traced.rule)
-        fn = UOp(Ops.FUNCTION, (traced.body, *(t.uop for t in tensors)), arg)
-        if self.precompile:
-            rt.precompiled.add(fn)
+        fn = self._node(traced, tuple(t.uop for t in tensors))
         outs = []
         for i, device in enumerate(traced.devices):
             out = Tensor(UOp(Ops.GETTUPLE, (fn,), i), device=device)
@@ -115,8 +112,17 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
             traced = self.traces[key] = self._trace(((Slot(0),), {}), [x])
             if len(traced.devices) != 1 or traced.structure != Slot(0):
                 raise TypeError(f"@function {self.name}: call1 takes a function of one Tensor returning one Tensor")
-        fn = UOp(Ops.FUNCTION, (traced.body, x.uop), FunctionArg(self.name, False, traced.rule))
-        return x._new(UOp(Ops.GETTUPLE, (fn,), 0), x)
+        out = x._new(UOp(Ops.GETTUPLE, (self._node(traced, (x.uop,)),), 0), x)
+        if traced.closure_grad[0] and not x._requires_grad:  # tracked through a tensor the body closes over
+            out._join_autograd()
+        return out
+
+    def _node(self, traced: Traced, args: tuple[UOp, ...]) -> UOp:
+        """The FUNCTION node of a call of `traced` on `args` (a precompiled one registered for the scheduler)."""
+        fn = UOp(Ops.FUNCTION, (traced.body, *args), FunctionArg(self.name, self.precompile, traced.rule))
+        if self.precompile:
+            rt.precompiled.add(fn)
+        return fn
 
     def _key(self, structure: Any, tensors: list[Tensor]) -> Any:
         key = (repr(structure), tuple((t.shape, t.dtype, t.device) for t in tensors))

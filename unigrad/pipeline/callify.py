@@ -83,20 +83,24 @@ class _Walk:
     def call(self, call: UOp) -> UOp:
         """An @function call kept as a call over its rebuilt arguments: its body (no buffer or bound Variable in it)
         is already stateless, and rebuilding it per call cost a node each (an unrolled LSTMCell's 2000 sigmoids and
-        tanhs: 80k nodes per step). The schedule inlines it (_build_schedule) when it is built."""
+        tanhs: 80k nodes per step). Rangeify inlines it when the schedule is built."""
         fn = call.src[0]
-        args = tuple(a if a.closed else self.memo.get(a) or self.rebuild_any(a) for a in fn.src[1:])
+        args = self.arguments(fn)
         return call if args == fn.src[1:] else UOp(Ops.GETTUPLE, (fn.replace(src=(fn.src[0], *args)),), call.arg)
 
     def inline(self, call: UOp) -> UOp:
         """An @function call's result: its body's element rebuilt with PARAM(k) as the call's k-th argument (the
         arguments rebuilt by this walk; a body called again with the same arguments is rebuilt once)."""
         fn = call.src[0]
-        args = tuple(a if a.closed else self.memo.get(a) or self.rebuild_any(a) for a in fn.src[1:])
+        args = self.arguments(fn)
         key = (fn, *args)
         if (body := self.bodies.get(key)) is None:
             body = self.bodies[key] = _Walk(self, args)
         return body.rebuild_any(fn.src[0].src[call.arg])
+
+    def arguments(self, fn: UOp) -> tuple[UOp, ...]:
+        """A FUNCTION's arguments rebuilt by this walk."""
+        return tuple(a if a.closed else self.memo.get(a) or self.rebuild_any(a) for a in fn.src[1:])
 
     def rebuild_any(self, u: UOp) -> UOp:
         """rebuild(), or the iterative walk for a graph deeper than the recursion limit (it goes on from what the

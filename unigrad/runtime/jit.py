@@ -158,10 +158,12 @@ def _graph_of(steps: list[tuple[Callable[..., None] | None, list[Buffer | None],
 def _bind(
     prog: Callable[..., None] | None, bufs: list[Buffer | None], holes: list[tuple[int, int]]
 ) -> Callable[[list[Buffer], dict[str, int]], None]:
-    """One replay step as call(inputs, var_vals): the program's own prepared call where it has one (the CPU's binds
-    the buffer addresses once), else the buffers completed from the inputs and the program called on them."""
-    if prog is not None and hasattr(prog, "prepare"):
-        return prog.prepare(bufs, holes)  # type: ignore[no-any-return]
+    """One replay step as call(inputs, var_vals): the program's own prepared call where it makes one (the CPU's binds
+    the buffer addresses once; a prepare may return None), else the buffers completed from the inputs and the program
+    called on them."""
+    if prog is not None and (prepare := getattr(prog, "prepare", None)) is not None:
+        if (prepared := prepare(bufs, holes)) is not None:
+            return prepared  # type: ignore[no-any-return]
 
     def call(inputs: list[Buffer], var_vals: dict[str, int]) -> None:
         full = list(bufs)

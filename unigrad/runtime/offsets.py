@@ -3,8 +3,8 @@
 A rebased kernel's program is shared by every kernel that differs from it only in where its read-only buffers
 start. Each of those runs it through an AtOffsets: the same call as a program's (buffers, Variable values), with
 the buffers of the moved slots replaced by views that start at their offsets, and the values of its lifted counters
-added to the Variables'. A device offers this when its
-allocator can address a buffer from a byte offset on (Allocator.offset); the others keep one program per kernel.
+added to the Variables'. A device offers this when its allocator can address a buffer from a byte offset on
+(Allocator.offset); the others keep one program per kernel.
 """
 
 from __future__ import annotations
@@ -64,22 +64,17 @@ class AtOffsets:
     def __call__(self, bufs: list[Any], var_vals: dict[str, int]) -> Any:
         return self.program(self.views(bufs), {**var_vals, **self.values} if self.values else var_vals)
 
-    def prepare(self, bufs: list[Any], holes: list[tuple[int, int]]) -> Callable[[list[Any], dict[str, int]], None]:
-        """A replay call (TinyJit) as the program's own prepare makes it, on the views; a slot that is moved and
-        filled from the inputs at each replay gets its view at each call."""
+    def prepare(
+        self, bufs: list[Any], holes: list[tuple[int, int]]
+    ) -> Callable[[list[Any], dict[str, int]], None] | None:
+        """A replay call (TinyJit) as the program's own prepare makes it, on the views; None where it cannot serve
+        (no prepare, or a moved slot filled from the inputs at each replay): the replay then calls this program."""
         moved = {slot for slot, _ in self.offsets}
         inner = getattr(self.program, "prepare", None)
-        if inner is not None and not any(pos in moved for pos, _ in holes):
-            call = inner(self.views(bufs), holes)
-            if not self.values:
-                return call  # type: ignore[no-any-return]
-            values = self.values
-            return lambda inputs, var_vals: call(inputs, {**var_vals, **values})
-
-        def call(inputs: list[Any], var_vals: dict[str, int]) -> None:
-            full = list(bufs)
-            for pos, slot in holes:
-                full[pos] = inputs[slot]
-            self(full, var_vals)
-
-        return call
+        if inner is None or any(pos in moved for pos, _ in holes):
+            return None
+        call = inner(self.views(bufs), holes)
+        if not self.values:
+            return call  # type: ignore[no-any-return]
+        values = self.values
+        return lambda inputs, var_vals: call(inputs, {**var_vals, **values})

@@ -441,6 +441,8 @@ def lift_varying_constants(fn: UOp, device: str, offsets: bool = True) -> UOp:
         return given
     args = tuple(c.arg for c in uses)
     seen = _constants_seen.get(erased)
+    if seen is not None and len(seen.args) != len(args):  # counted over other `closed` marks (a body's constants
+        seen = None  # that a callify walk has not seen yet are not uses): a structure met anew
     varying = frozenset() if seen is None else seen.varying | {k for k, a in enumerate(args) if a != seen.args[k]}
     n_buffers = sum(1 for a in fn.src[1:] if a.op is not Ops.PARAM)  # buffers come first, bound Variables after
     args_in = fn.src[1:]
@@ -594,11 +596,16 @@ def get_kernel(device: str, ast: UOp) -> CompiledKernel:
     key = _kernel_key(device, ast, target)
     if (ck := _program_cache.get(key)) is not None:
         return ck
-    if (rb := _rebased(device, ast)) is not None:  # the program of its rebased AST, run from the offsets
-        shared = get_kernel(device, rb.ast)
-        ck = _program_cache[key] = _at_offsets(shared, rb) if rb.offsets or rb.values else shared
-        return ck
+    if (rb := _rebased(device, ast)) is not None:
+        return _variant(key, device, rb)
     return _build_kernel(key, device, _lower_kernel(device, ast, target))
+
+
+def _variant(key: tuple, device: str, rb: Rebased) -> CompiledKernel:
+    """A rebased kernel: its rebased AST's program (built if need be), run from its offsets; cached under `key`."""
+    shared = get_kernel(device, rb.ast)
+    ck = _program_cache[key] = _at_offsets(shared, rb) if rb.offsets or rb.values else shared
+    return ck
 
 
 def _rebased(device: str, ast: UOp) -> Rebased | None:
@@ -623,14 +630,22 @@ def precompile(device: str, asts: list[UOp]) -> None:
         return
     dev = Device[device]
     target = dev.target
-    todo = {}
+    todo: dict[tuple, UOp] = {}
+    variants: list[tuple[tuple, Rebased]] = []  # rebased kernels: installed once their shared program is built
     for ast in asts:
-        if ast.op is Ops.SINK and _kernel_key(device, ast, target) not in _program_cache:
-            ast = rb.ast if (rb := _rebased(device, ast)) is not None else ast  # the variants share one program
+        if ast.op is Ops.SINK and (key := _kernel_key(device, ast, target)) not in _program_cache:
+            if (rb := _rebased(device, ast)) is not None:
+                variants.append((key, rb))
+                ast = rb.ast
             if (k := _kernel_key(device, ast, target)) not in _program_cache:
                 todo[k] = ast
-    if len(todo) < 2:
-        return  # nothing to overlap: get_kernel builds it when it runs
+    if len(todo) >= 2:  # fewer: nothing to overlap (get_kernel builds it)
+        _compile_in_parallel(dev, device, target, todo)
+    for key, rb in variants:
+        _variant(key, device, rb)
+
+
+def _compile_in_parallel(dev: Any, device: str, target: Target, todo: dict[tuple, UOp]) -> None:
     from concurrent.futures import ThreadPoolExecutor  # only here: importing it costs a fresh process ~7 ms
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:

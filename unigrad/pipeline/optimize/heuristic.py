@@ -378,20 +378,22 @@ def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
     if threads > 1 and outputs and work >= MIN_THREAD_WORK:
         n = sizes[rs.index(outputs[0])]
         # one chunk per core (matmul-like: each core keeps its panel of the output), else chunks of at most
-        # CHUNK_WORK; or the fewest chunks (up to 4x as many) that divide the outermost loop evenly
+        # CHUNK_WORK; up to 4x as many that divide the outermost loop evenly, the count keeping the cores busiest
+        # (k chunks on `threads` cores keep k / (threads * ceil(k / threads)) of them busy: 3 on 2 cores, the M=66
+        # matmul's 9 row tiles, 0.75), then the fewest. A matmul whose row tiles balance badly splits its columns
+        # instead where that balances better. Options: (balance, the outermost axis first, fewer chunks, axis, chunks)
         want = min(n, threads if matmul_like else max(threads, work // CHUNK_WORK))
-        # (balance, axis preferred, fewer chunks): k chunks on `threads` cores keep k / (threads * ceil(k / threads))
-        # of them busy (3 chunks on 2 cores: 0.75, the M=66 matmul's 9 row tiles); a matmul whose row tiles do not
-        # divide evenly splits its columns instead, when that balances better
-        options = [(_balance(k, threads), 0, -k) for k in range(want, 4 * want + 1) if n % k == 0]
+        options = [(_balance(k, threads), 1, -k, outputs[0], k) for k in range(want, 4 * want + 1) if n % k == 0]
         if matmul_like and blocks is None and len(outputs) >= 2 and max(options, default=(0.0,))[0] < 1:
             n1 = sizes[rs.index(outputs[1])]
-            options += [(_balance(k, threads), -1, -k) for k in range(threads, 4 * threads + 1) if n1 % k == 0]
-        if options and (best := max(options))[2] < -1:
-            axis = outputs[-best[1]]
+            options += [
+                (_balance(k, threads), 0, -k, outputs[1], k) for k in range(threads, 4 * threads + 1) if n1 % k == 0
+            ]
+        if options and (best := max(options))[4] > 1:
+            axis, chunks = best[3], best[4]
             if axis is not outputs[0]:  # the columns' loop outermost first: only an outermost loop splits into THREADs
                 opts.append(Opt(OptOps.SWAP, rs.index(outputs[0]), rs.index(axis)))
-            split(axis, -best[2], AxisType.THREAD, top=True)
+            split(axis, chunks, AxisType.THREAD, top=True)
     if blocks is not None and not any(whole):
         # the block loop outermost (inside the THREAD axis): swapped with the outermost output
         split(tile[-1][0], blocks, AxisType.LOOP, top=True)
