@@ -234,11 +234,13 @@ def test_vector_kernel_equals_scalar_interpreter(name: str, fn: Callable, dtype:
 def test_random_bits_and_aranges_vectorize(n: int) -> None:
     """Values built from the index (an arange, rand's Threefry counters) are i + STACK(0..k-1) lanes: the kernel
     is vector code (it was 16 scalar copies of the Threefry rounds), with the same bits as the unoptimized kernel.
-    A prime size takes no vector lanes (no split divides it) and must agree all the same."""
+    A prime size is padded to whole vectors (PADTO; the last one's lanes past the end gated, a masked tail): vector
+    code too, with the same bits."""
     Tensor.manual_seed(3)
     r = Tensor.rand(n).realize()
     (src,) = sources()
-    assert (f"uint32_v{F32} " in src) is (n % F32 == 0), src
+    assert f"uint32_v{F32} " in src, src
+    assert ("every" in src) is (n % F32 != 0), src  # the masked tail's test: every lane in
     got = r.numpy()
     Tensor.manual_seed(3)
     with Context(NOOPT=1):
@@ -246,7 +248,7 @@ def test_random_bits_and_aranges_vectorize(n: int) -> None:
     np.testing.assert_array_equal(got, want)
     idx = (Tensor.arange(n) * 3).realize()  # int32 in the native flavor (tinygrad's default int)
     lanes = VECTOR_BYTES // idx.dtype.itemsize
-    assert (f"{idx.dtype.name}_v{lanes} " in sources()[0]) is (n % lanes == 0), sources()[0]
+    assert f"{idx.dtype.name}_v{lanes} " in sources()[0], sources()[0]
     np.testing.assert_array_equal(idx.numpy(), np.arange(n) * 3)
 
 
@@ -284,3 +286,52 @@ def test_masks_of_different_widths_combine_in_vectors(n: int) -> None:
         order = np.argsort(-y, kind="stable")
         np.testing.assert_array_equal(indices.numpy(), order)
         np.testing.assert_array_equal(values.numpy(), y[order])
+
+
+# (name, unigrad fn, numpy fn) of one elementwise kernel each: cheap ALU, a decomposed transcendental, int math
+TAIL_FNS: list[tuple[str, Callable, Callable]] = [
+    ("affine", lambda a: a * 3 + 1, lambda a: a * 3 + 1),
+    ("sigmoid_tanh", lambda a: a.sigmoid() * a.tanh(), lambda a: 1 / (1 + np.exp(-a)) * np.tanh(a)),
+    ("int", lambda a: (a * 7 + 3) ^ (a << 1), lambda a: (a * 7 + 3) ^ (a << 1)),  # (signed % is a helper call)
+]
+
+
+@pytest.mark.parametrize("name,fn,ref", TAIL_FNS, ids=[c[0] for c in TAIL_FNS])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(9,), (51,), (97, 51), (3, 17), (2, 1, 23)], ids=str)
+def test_odd_sizes_vectorize_with_masked_tail(
+    name: str, fn: Callable, ref: Callable, dtype: type, shape: tuple
+) -> None:
+    """An innermost axis that is no multiple of the lanes (an LSTM's 51 hidden units) is padded to whole vectors
+    (PADTO): every vector but the last is one load and store, the last one's lanes past the end are gated (loaded
+    lane by lane, stored only where in). Vector code, numpy's values, and the same bits as the scalar kernel."""
+    x = rng.standard_normal(shape) * 3
+    x = (x.astype(np.int32) if name == "int" else x).astype(dtype if name != "int" else np.int32)
+    got = fn(Tensor(x)).realize()
+    src = sources()[0]
+    lanes = VECTOR_BYTES // x.dtype.itemsize
+    if shape[-1] > lanes:
+        assert re.search(r"_v\d+ ", src) and "every" in src, src
+    np.testing.assert_allclose(got.numpy(), ref(x), rtol=1e-6 if x.dtype == np.float32 else 1e-12, atol=1e-6)
+    with Context(NOOPT=1):
+        scalar = fn(Tensor(x)).numpy()
+    np.testing.assert_array_equal(got.numpy(), scalar)
+
+
+@pytest.mark.parametrize("rows,cols,start", [(97, 51, 51), (5, 13, 1), (1, 33, 0)])
+def test_masked_tail_on_views_leaves_the_rest(rows: int, cols: int, start: int) -> None:
+    """A slice of a wider buffer, read and written in place (an LSTM's gate columns): the padded lanes of the last
+    vector would read and write the next columns; gated, they do neither, forward and backward."""
+    big = rng.standard_normal((rows, 4 * cols)).astype(np.float64)
+    t = Tensor(big.copy())
+    part = t[:, start : start + cols]
+    t[:, start : start + cols] = (part.sigmoid() * 2).contiguous()
+    want = big.copy()
+    want[:, start : start + cols] = 2 / (1 + np.exp(-big[:, start : start + cols]))
+    np.testing.assert_allclose(t.numpy(), want, rtol=1e-12)
+    # backward through the same slice: the gradient's other columns are exactly 0
+    w = Tensor(big.copy(), requires_grad=True)
+    w[:, start : start + cols].tanh().sum().backward()
+    g = np.zeros_like(big)
+    g[:, start : start + cols] = 1 - np.tanh(big[:, start : start + cols]) ** 2
+    np.testing.assert_allclose(w.grad.numpy(), g, rtol=1e-12, atol=1e-15)

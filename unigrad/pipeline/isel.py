@@ -25,7 +25,9 @@ their lane became one op on (k,)-shaped values (the spec's "(k,)-shaped index ma
     LOAD(INDEX(buf, i_0 + STACK(0..k-1)))           a vector load; ALU on (k,) values is lane-wise
     a value equal in every lane stays scalar (shape (), broadcast by its users); CONSTs that differ are a STACK
 Every lane computes the same ops in the same order as its scalar copy, so the results are bit-identical. A run
-that does not match (a gather, a gate, an op the target cannot vectorize: `can_vector`) stays scalar.
+that does not match (a gather, an op the target cannot vectorize: `can_vector`) stays scalar; so does a gated
+access, unless the target renders masked vectors (`masked`: C's LOAD(INDEX, alt, (k,) gate) is one vector load
+where every lane is in and a lane-wise one where not, so a PADTO'd odd-sized axis runs as vectors).
 A WMMA (tensor cores) is chosen by the TC opt and made of fragments by expand; isel leaves it as it is.
 """
 
@@ -185,8 +187,8 @@ def reg_param(u: UOp) -> UOp | None:
 class Vectorizer:
     """Unifies k lane copies into one (k,)-shaped op (memoized per tuple of lanes); None where they differ."""
 
-    def __init__(self, can_vector: Callable[[UOp], bool], lanes: Callable[[DType], int]):
-        self.can_vector, self.lanes = can_vector, lanes
+    def __init__(self, can_vector: Callable[[UOp], bool], lanes: Callable[[DType], int], masked: bool = False):
+        self.can_vector, self.lanes, self.masked = can_vector, lanes, masked
         self.memo: dict[tuple[UOp, ...], UOp | None] = {}
 
     def unify(self, lanes: tuple[UOp, ...]) -> UOp | None:
@@ -204,7 +206,7 @@ class Vectorizer:
         if (first.dtype in INTS or first.dtype is dtypes.index) and (offset := self._offsets(lanes)) is not None:
             return offset
         if any(x.op is not op or x.arg != first.arg or len(x.src) != len(first.src) for x in lanes):
-            return None
+            return self._bounds(lanes) if self.masked and first.dtype is dtypes.bool else None
         if op is Ops.INDEX:
             return self._index(lanes)
         srcs = [self.unify(tuple(x.src[i] for x in lanes)) for i in range(len(first.src))]
@@ -215,9 +217,30 @@ class Vectorizer:
             return out
         if op is Ops.LOAD or op is Ops.STORE:
             idx = out.src[0]
-            if idx.op is not Ops.INDEX or vector_base(idx.src[1]) is None or len(out.src) != (op is Ops.STORE) + 1:
-                return None  # a scalar address in every lane, or a gate: stays scalar
+            if idx.op is not Ops.INDEX or vector_base(idx.src[1]) is None:
+                return None  # a scalar address in every lane: stays scalar
+            if len(out.src) != (op is Ops.STORE) + 1 and not self.masked:
+                return None  # a gate, which the target does not vectorize: stays scalar
         return out if self.can_vector(out) else None
+
+    def _bounds(self, lanes: tuple[UOp, ...]) -> UOp | None:
+        """A padded axis's gate: lanes x < c_i that simplify made of (x*k + i) < n, where a lane that always holds
+        (or never does) became a constant -> x < STACK(c_i), the constant lane's bound past x's range (or at its
+        start); None for other lanes."""
+        bounded = [x for x in lanes if x.op is Ops.CMPLT and x.src[1].op is Ops.CONST]
+        if not bounded or any(x.src[0] is not bounded[0].src[0] for x in bounded):
+            return None
+        x = bounded[0].src[0]
+        if not isinstance(x.vmin, int) or not isinstance(x.vmax, int):
+            return None
+        out = []
+        for lane in lanes:
+            if lane.op is Ops.CONST:
+                lane = x < UOp.const(x.dtype, x.vmax + 1 if lane.arg.value else x.vmin)
+            elif lane.op is not Ops.CMPLT or lane.src[0] is not x or lane.src[1].op is not Ops.CONST:
+                return None
+            out.append(lane)
+        return self.unify(tuple(out))
 
     def _offsets(self, lanes: tuple[UOp, ...]) -> UOp | None:
         """Int lanes that are one sum plus a different constant each (an arange's values, i + lane) ->
@@ -280,17 +303,23 @@ def vectorize_lanes(srcs: tuple[UOp, ...], v: Vectorizer, lanes: Callable[[DType
     return tuple(out)
 
 
-def vectorize(sink: UOp, lanes: Callable[[DType], int], can_vector: Callable[[UOp], bool]) -> UOp:
+def vectorize(sink: UOp, lanes: Callable[[DType], int], can_vector: Callable[[UOp], bool], masked: bool = False) -> UOp:
     """Kernel SINK after isel -> the same kernel with lane copies as vector ops (see the module doc).
-    lanes(dtype): the vector width for a store of that dtype (< 2: none); can_vector(u): the target has u."""
+    lanes(dtype): the vector width for a store of that dtype (< 2: none); can_vector(u): the target has u;
+    masked: the target renders a gated vector LOAD/STORE (a (k,) gate: lane-wise where some lane is out), so
+    the lanes of a padded axis (PADTO) become vectors too."""
     topo = sink.toposort()
-    if any(u.op is Ops.LOAD and len(u.src) == 3 for u in topo):
+    gated = any(u.op is Ops.LOAD and len(u.src) == 3 for u in topo)
+    if gated and not masked:
         return sink  # gated loads (padding) stay scalar lanes beside vectors: measured slower (conv 2.5x)
-    v = Vectorizer(can_vector, lanes)
+    v = Vectorizer(can_vector, lanes, masked)
     memo: dict[UOp, UOp] = {}
     for u in topo:
         src = tuple(memo[s] for s in u.src)
         if u.op is Ops.GROUP or (u.op is Ops.AFTER and reg_param(u) is not None):
             src = vectorize_lanes(src, v, lanes)
         memo[u] = u if src == u.src else u.replace(src=src)
-    return memo[sink]
+    out = memo[sink]
+    if gated and any(u.op is Ops.LOAD and len(u.src) == 3 and u.shape == () for u in out.toposort()):
+        return sink  # ... as where some gated load stays scalar (a padded matmul tile's rows, a convolution's border)
+    return out

@@ -169,6 +169,9 @@ class CStyleLanguage:
     decompose: frozenset[Ops] = GroupOp.Decomposed
     vector_bytes: int = 0  # the widest vector register (0: scalar code only); k lanes of a dtype fill it
     buffer_align: int = 0  # bytes every kernel buffer is aligned to (the device allocator's promise)
+    # gated vector loads and stores (a PADTO'd axis's last vector): one vector access where every lane is in, lane
+    # by lane where some lane is out (an out lane's address may lie past the buffer's end: it is never touched)
+    masked_vectors: bool = False
 
     def ctype(self, dt: DType) -> str:
         return self.types[dt]
@@ -179,6 +182,10 @@ class CStyleLanguage:
         return self.vector_bytes // dt.itemsize if self.vector_bytes and dt in VECTOR_DTYPES else 0
 
     def can_vector(self, u: UOp) -> bool:
+        if u.op in (Ops.LOAD, Ops.STORE) and len(u.src) == 3:  # gated: a mask of the lanes, or one bool for all
+            gate = u.src[2]
+            if not self.masked_vectors or gate.op is Ops.IF or (_vec(gate) and _mask_bytes(gate) == 0):
+                return False
         rule = VECTOR_OPS.get(u.op)
         return rule is not None and rule(u)
 
@@ -276,6 +283,26 @@ class CStyleLanguage:
         """A contiguous vector store of value at ptr (aligned to a whole vector or not) into a buffer_bytes buffer."""
         return f"*({self.pointer_space}{self.vtype(u.src[0])}{'' if aligned else '_u'}*){ptr} = {value};"
 
+    def lanewise_load(self, u: UOp, r: dict[UOp, str]) -> str:
+        """A gated vector LOAD(INDEX, alt, gate) lane by lane: each lane's element where its gate is in, else alt."""
+        ptr, alt, gate, k = r[u.src[0]], u.src[1], u.src[2], u.shape[0]
+        if not _vec(gate):
+            return self.bcast(alt, u, r)
+        alts = [f"{r[alt]}[{i}]" if _vec(alt) else r[alt] for i in range(k)]
+        lanes = ", ".join(f"{r[gate]}[{i}]?{self.load(u, f'{ptr}[{i}]')}:{alts[i]}" for i in range(k))
+        return f"(({self.vtype(u)}){{{lanes}}})"
+
+    def masked_store(self, u: UOp, r: dict[UOp, str], value: str, every: str) -> list[str]:
+        """A gated vector STORE(INDEX, value, gate): one vector store where every lane is in, else each lane's
+        element where its gate is in."""
+        idx, gate = u.src[0], u.src[2]
+        whole = f"*({self.pointer_space}{self.vtype(idx)}{self.align(idx)}*){r[idx]} = {value};"
+        if not _vec(gate):
+            return [f"if ({every}) {whole}"]
+        k, T = idx.shape[0], self.vtype(idx)
+        lanes = " ".join(f"if ({r[gate]}[{i}]) {self.store(u, f'{r[idx]}[{i}]', f'lanes[{i}]')}" for i in range(k))
+        return [f"if ({every}) {whole}", f"else {{ {T} lanes = {value}; {lanes} }}"]
+
     def render_const(self, v: object, dt: DType) -> str:
         if dt.is_bool:
             return "1" if v else "0"
@@ -367,7 +394,7 @@ class CStyleLanguage:
 
     def render(self, name: str, linear: UOp) -> tuple[str, KernelSignature]:
         if self.vector_bytes and linear.src and linear.src[-1].op is Ops.SINK:
-            linear = linearize(vectorize(linear.src[-1], self.lanes, self.can_vector))
+            linear = linearize(vectorize(linear.src[-1], self.lanes, self.can_vector, self.masked_vectors))
         uops = linear.src
         # REG accumulators with vector accesses are held as vectors of that many lanes
         vec_regs: dict[UOp, int] = {}
@@ -397,9 +424,22 @@ class CStyleLanguage:
         lines: list[str] = []
         depth = 1
         counter = 0
+        every: dict[UOp, str] = {}  # a vector gate -> the variable that says every lane of it is in
 
         def emit(line: str) -> None:
             lines.append("  " * depth + line)
+
+        def all_in(gate: UOp) -> str:
+            """`every lane of gate is in`: a scalar gate itself; a mask's lanes ANDed, once per gate."""
+            nonlocal counter
+            if not _vec(gate):
+                return r[gate]
+            if gate not in every:
+                counter += 1
+                every[gate] = f"every{counter}"
+                lanes = "&".join(f"{r[gate]}[{i}]" for i in range(gate.shape[0]))
+                emit(f"int every{counter} = ({lanes})!=0;")
+            return every[gate]
 
         for u in uops:
             op = u.op
@@ -476,13 +516,18 @@ class CStyleLanguage:
                     load = r[idx]
                 else:
                     load = f"*({self.pointer_space}{self.vtype(u)}{self.align(idx)}*){r[idx]}"
-                    if hint := self.load_hint(u, r[idx], _buffer_bytes(idx), read_once(idx, loops)):
+                    if len(u.src) == 3:  # gated: the vector where every lane is in, else lane by lane
+                        load = f"({all_in(u.src[2])}?{load}:{self.lanewise_load(u, r)})"
+                    elif hint := self.load_hint(u, r[idx], _buffer_bytes(idx), read_once(idx, loops)):
                         emit(hint)
                 emit(f"{self.vtype(u)} {v} = {load};")
             elif op is Ops.STORE and _vec(u.src[0]):
                 idx, value = u.src[0], self.bcast(u.src[1], u.src[0], r)
                 if _is_reg(idx.src[0]):
                     emit(f"{r[idx]} = {value};")
+                elif len(u.src) == 3:  # gated: the vector where every lane is in, else each lane that is
+                    for line in self.masked_store(u, r, value, all_in(u.src[2])):
+                        emit(line)
                 else:
                     store = self.store_vector(u, r[idx], value, self.align(idx) == "", _buffer_bytes(idx))
                     streamed = streamed or store.startswith(self.stream_prefix)

@@ -19,7 +19,9 @@ In: a kernel SINK from rangeify and the Target (threads, vector width and regist
     matrix-vector product) takes a few rows at once, one vector of accumulators each (`_reduce_rows`);
   - elementwise kernels: the innermost output axis upcast by one vector's lanes where the store is contiguous
     in it (isel's vector selection makes the lanes one vector op; render/c.py renders vector types), or, for a
-    transpose, the axis the loads are contiguous in (`_transpose_axis`), beside a few rows of the store's axis.
+    transpose, the axis the loads are contiguous in (`_transpose_axis`), beside a few rows of the store's axis;
+    an axis that is no multiple of the lanes is padded to one first (PADTO) where the target renders the gated
+    last vector as a masked tail (Target.masked_tails: the C renderer).
 """
 
 from __future__ import annotations
@@ -366,6 +368,12 @@ def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
             lanes = 0  # scalar lanes are one copy of the body each: an LSTM's gate backward (bool masks) was 6k lines
         if lanes > 1 and (other := _transpose_axis(sink, outputs)) is not None:
             r = other  # a transpose: lanes along the loads' contiguous axis, the stores scattered
+        n_r = sizes[rs.index(r)]
+        if lanes > 1 and n_r % lanes and n_r > lanes and target.masked_tails and not _stays_scalar(sink):
+            # an odd size (an LSTM's 51 hidden units): padded to whole vectors, the last one's lanes past the end
+            # gated (PADTO), which the renderer runs as a vector where every lane is in, lane by lane where not
+            opts.append(Opt(OptOps.PADTO, rs.index(r), lanes))
+            sizes[rs.index(r)] = -(-n_r // lanes) * lanes
         if lanes > 1 and sizes[rs.index(r)] % lanes == 0 and sizes[rs.index(r)] > lanes:
             split(r, lanes, AxisType.UPCAST)
             store = outputs[-1]

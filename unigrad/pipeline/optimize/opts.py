@@ -59,7 +59,9 @@ class Target:
     work-items of a group. global_max/local_max: the largest size per dimension (3 dimensions); max_group: the most
     work-items in a group; local_bytes: LOCAL memory per group; group_multiple: the preferred multiple of a group's
     size; nonuniform: the global size need not be a multiple of the group size; tensor_cores: the warp matrix
-    multiply-accumulates the TC opt may use (tensor_cores.py; none: TC is refused)."""
+    multiply-accumulates the TC opt may use (tensor_cores.py; none: TC is refused). masked_tails: the renderer
+    turns gated lane copies (a PADTO'd axis upcast: its last vector runs past the end) into vector loads and stores
+    with a lane-wise tail, so padding an odd-sized axis to whole vectors pays."""
 
     threads: int = 1
     vector_bytes: int = 0
@@ -72,6 +74,7 @@ class Target:
     group_multiple: int = 1
     nonuniform: bool = False
     tensor_cores: tuple[TensorCore, ...] = ()
+    masked_tails: bool = False
 
 
 class OptError(ValueError):
