@@ -77,7 +77,9 @@ TRANSPOSE_ROWS = 4
 # a column reduction takes this many vectors of output lanes (the first amount dividing the axis): more independent
 # accumulators per reduce step, each row's loads a few whole cache lines
 COLUMN_VECTORS = (8, 4, 2, 1)
-MAX_VECTOR_BODY = 256  # UOps of an elementwise body upcast to a vector: expand copies it once per lane
+# UOps of an elementwise body upcast to a vector: expand copies it once per lane (an LSTMCell's float64 gate kernel,
+# ~400 UOps with its tanh and sigmoid series: 398 -> 100 us as vectors, 0.6 s to compile; 256 kept it scalar)
+MAX_VECTOR_BODY = 1024
 
 
 def _output_chain(sink: UOp) -> list[UOp]:
