@@ -227,3 +227,33 @@ def test_readers_realized_before_an_outside_write_keep_the_leaves_backward_finds
     assert x.grad is not None
     np.testing.assert_allclose(x.grad.numpy(), 2 * xn, rtol=1e-6)
     np.testing.assert_allclose(lazy.numpy(), np.ones(5), rtol=0)
+
+
+@pytest.mark.parametrize("hidden", [1, 8, 13])
+def test_detached_recurrent_state_keeps_no_earlier_graph(hidden):
+    """An RNN's state carried from step to step as h.detach() (truncated backprop, as the word language model does):
+    each step's h is realized with its graph kept for gradients, but the next step reads it only through the
+    detach, so the graphs kept stay as many as the live states (they grew by one step's graph per step, ~1 MB a step
+    of the word language model). Every step's gradient is numpy's."""
+    import gc
+
+    from unigrad.gradient import realized_from
+
+    rng = np.random.default_rng(5)
+    wn, xn = rng.standard_normal((hidden, hidden)) * 0.5, rng.standard_normal((3, hidden))
+    w, x = Tensor(wn.astype(np.float32), requires_grad=True), Tensor(xn.astype(np.float32))
+    h, hn, kept = Tensor.zeros(3, hidden), np.zeros((3, hidden)), []
+    for _ in range(10):
+        w.grad = None
+        h_prev = h.detach()
+        h = (h_prev @ w + x).tanh()
+        h.realize()  # a non-leaf that requires grad: its graph is kept (gradient.realized_from)
+        h.sum().backward()
+        yn = np.tanh(hn @ wn + xn)
+        np.testing.assert_allclose(h.numpy(), yn, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(w.grad.numpy(), hn.T @ (1 - yn**2), rtol=1e-4, atol=1e-5)
+        hn = yn
+        del h_prev
+        gc.collect()
+        kept.append(len(realized_from))
+    assert kept[-1] == kept[3], kept
