@@ -112,14 +112,15 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
             traced = self.traces[key] = self._trace(((Slot(0),), {}), [x])
             if len(traced.devices) != 1 or traced.structure != Slot(0):
                 raise TypeError(f"@function {self.name}: call1 takes a function of one Tensor returning one Tensor")
-        out = x._new(UOp(Ops.GETTUPLE, (self._node(traced, (x.uop,)),), 0), x)
+        out = x._new(UOp(Ops.GETTUPLE, (self._node(traced, (x.uop,), fixed=True),), 0), x)
         if traced.closure_grad[0] and not x._requires_grad:  # tracked through a tensor the body closes over
             out._join_autograd()
         return out
 
-    def _node(self, traced: Traced, args: tuple[UOp, ...]) -> UOp:
-        """The FUNCTION node of a call of `traced` on `args` (a precompiled one registered for the scheduler)."""
-        fn = UOp(Ops.FUNCTION, (traced.body, *args), FunctionArg(self.name, self.precompile, traced.rule))
+    def _node(self, traced: Traced, args: tuple[UOp, ...], fixed: bool = False) -> UOp:
+        """The FUNCTION node of a call of `traced` on `args` (a precompiled one registered for the scheduler);
+        fixed: traced from the Tensors' kinds alone (FunctionArg.fixed)."""
+        fn = UOp(Ops.FUNCTION, (traced.body, *args), FunctionArg(self.name, self.precompile, traced.rule, fixed))
         if self.precompile:
             rt.precompiled.add(fn)
         return fn

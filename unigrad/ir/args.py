@@ -101,12 +101,16 @@ class FunctionArg:
     name: str
     precompile: bool = False
     backward: Callable[[tuple[UOp | None, ...], tuple[UOp, ...]], tuple[UOp | None, ...]] | None = None
+    # the body is the same for every call at these input kinds (traced once per shape, dtype and device from Tensors
+    # alone: function.call1's composites, tanh or sigmoid), so its constants never vary from one realize to the next
+    fixed: bool = False
 
     def __repr__(self) -> str:
         """The same text in every process (the rule by whether there is one, not its address): a graph's structure
         keys the schedules saved on disk, and a call's rule decides gradients, never what the body computes."""
         rule = ", backward=<rule>" if self.backward is not None else ""
-        return f"FunctionArg(name={self.name!r}, precompile={self.precompile}{rule})"
+        fixed = ", fixed=True" if self.fixed else ""
+        return f"FunctionArg(name={self.name!r}, precompile={self.precompile}{rule}{fixed})"
 
 
 @record(frozen=True, slots=True)

@@ -420,8 +420,10 @@ def lift_varying_constants(fn: UOp, device: str, offsets: bool = True) -> UOp:
     values only. Returns fn, or fn with those constants lifted (its @function calls inlined first: a constant of a
     body is a use like any other, and a lifted one must not stay inside a body, whose PARAMs are its arguments)."""
     given = fn
-    if any(is_traced_call(u) for u in fn.src[0].toposort()):
-        fn = fn.replace(src=(inline_functions(fn.src[0]), *fn.src[1:]))
+    # calls of fixed bodies stay calls (their constants never vary; inlined, an unrolled LSTMCell's 2000 tanh and
+    # sigmoid calls made the structure kept here three times the size of its schedule's graph)
+    if any(is_traced_call(u) and not u.src[0].arg.fixed for u in fn.src[0].toposort()):
+        fn = fn.replace(src=(inline_functions(fn.src[0], keep=lambda f: f.arg.fixed), *fn.src[1:]))
     body = fn.src[0]
     uses: list[UOp] = []
 
