@@ -55,3 +55,21 @@ def test_exponents_and_16_bit_scalars_stay_constants():
         got = (v + b).float().numpy()
         want = (v + torch.tensor([1.0, 2.5, -3.0]).bfloat16()).float().numpy()
         np.testing.assert_array_equal(got, want)
+
+
+def test_values_around_composite_calls_are_lifted_and_the_calls_kept():
+    """tanh and sigmoid are calls of fixed bodies (function.call1: traced from the Tensor's kind alone): the constants
+    inside them never vary, so the structure remembered for varying values keeps the calls (an unrolled LSTMCell's
+    2000 of them, inlined, made it three times its schedule's graph), while the values around them are lifted."""
+    from unigrad.ir.ops import Ops
+
+    x = Tensor(np.linspace(-3, 3, 40, dtype=np.float32).reshape(8, 5)).realize()
+    xn = x.numpy().astype(np.float64)
+    before = rt.stats.programs
+    for i in range(12):
+        got = ((x + i * 0.5).tanh() * (2 + i)).sigmoid().sum().numpy()
+        want = (1 / (1 + np.exp(-np.tanh(xn + i * 0.5) * (2 + i)))).sum()
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert rt.stats.programs - before <= 4  # the first value's kernels, then the lifted ones
+    kept = [k for k in rt._constants_seen if any(u.op is Ops.FUNCTION for u in k.toposort())]
+    assert kept, "the remembered structure keeps the composite calls"
