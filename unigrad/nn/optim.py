@@ -609,15 +609,16 @@ class _AdamFamily(_StepCounted):
         group, st = self._group_of[i], self.state[i]
         b2, one_minus_b1, one_minus_b2, inv_c1, inv_sqrt_c2 = self._adam_scalars(i, g)
         m, v = st["exp_avg"], st["exp_avg_sq"]
-        m.assign(m + (g - m) * one_minus_b1)  # torch's lerp toward g
-        v.assign(v * b2 + one_minus_b2 * (g * g))
+        new_m, new_v = _adam_moments(g, m, v, b2, one_minus_b1, one_minus_b2)
+        m.assign(new_m)
+        v.assign(new_v)
         written = [m, v]
         if group["amsgrad"]:
             v_max = st.setdefault("max_exp_avg_sq", _state_like(v))
             v_max.assign(v_max.maximum(v))
             v = v_max
             written.append(v)
-        return m * inv_c1 / (v.sqrt() * inv_sqrt_c2 + group["eps"]), written
+        return _adam_up(m, v, inv_c1, inv_sqrt_c2, group["eps"]), written
 
 
 def _check_betas(opt: Optimizer, group: ParamGroup) -> None:
@@ -641,16 +642,25 @@ def _beta_weights(betas: Tensor, dtype: DType) -> tuple[Tensor, Tensor]:
 
 
 def _adam_moments(g: Tensor, m: Tensor, v: Tensor, b2: Tensor, one_minus_b1: Tensor, one_minus_b2: Tensor) -> tuple:
-    """Adam's new moments from gradient g, as _adam_direction composes them op by op."""
+    """Adam's new moments from gradient g: m lerped toward g (torch's lerp), v toward g^2."""
     return m + (g - m) * one_minus_b1, v * b2 + one_minus_b2 * (g * g)
+
+
+def _adam_up(m: Tensor, v: Tensor, inv_c1: Tensor, inv_sqrt_c2: Tensor, eps: float) -> Tensor:
+    """The bias-corrected direction from the moments: (m / (1 - b1^t)) / (sqrt(v) / sqrt(1 - b2^t) + eps)."""
+    return m * inv_c1 / (v.sqrt() * inv_sqrt_c2 + eps)
+
+
+def _decayed_step(p: Tensor, up: Tensor, lr: Tensor, decoupled: float) -> Tensor:
+    """p - lr * up, after AdamW's decoupled weight decay p * (1 - lr * decoupled) (0: Adam, none)."""
+    return p * (1 - lr * decoupled) - lr * up if decoupled else p - lr * up
 
 
 def _adam_param(
     p: Tensor, m: Tensor, v: Tensor, lr: Tensor, inv_c1: Tensor, inv_sqrt_c2: Tensor, eps: float, decoupled: float
 ) -> Tensor:
-    """The new parameter from the new moments m and v (decoupled: AdamW's weight decay, 0 for Adam's)."""
-    up = m * inv_c1 / (v.sqrt() * inv_sqrt_c2 + eps)
-    return p * (1 - lr * decoupled) - lr * up if decoupled else p - lr * up
+    """The new parameter from the new moments m and v."""
+    return _decayed_step(p, _adam_up(m, v, inv_c1, inv_sqrt_c2, eps), lr, decoupled)
 
 
 # a parameter's update as two @function calls, traced once per shapes and dtypes (and eps, weight decay): a call is a
@@ -687,16 +697,17 @@ class Adam(_AdamFamily):
         super().__init__(params, defaults)
 
     def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
-        g = self._grad(i, p, g)
-        if self._group_of[i]["amsgrad"] or not isinstance(p.device, str):
-            up, written = self._adam_direction(i, g)
-            p.assign(p.detach() - self._lr(i, p) * up)
-            return [p, *written]
-        return self._fused(i, p, g, 0.0)
+        return self._step(i, p, self._grad(i, p, g), 0.0)
 
-    def _fused(self, i: int, p: Tensor, g: Tensor, decoupled: float) -> list[Tensor]:
-        """The update as two calls: the moments (_adam_moments), assigned, then the parameter from them."""
+    def _step(self, i: int, p: Tensor, g: Tensor, decoupled: float) -> list[Tensor]:
+        """Parameter i's update after gradient g (decoupled: AdamW's weight decay): as two calls, the moments
+        (_adam_moments), assigned, then the parameter from them; amsgrad, or a tensor over several devices, op by
+        op."""
         st, group = self.state[i], self._group_of[i]
+        if group["amsgrad"] or not isinstance(p.device, str):
+            up, written = self._adam_direction(i, g)
+            p.assign(_decayed_step(p.detach(), up, self._lr(i, p), decoupled))
+            return [p, *written]
         m, v = st["exp_avg"], st["exp_avg_sq"]
         b2, one_minus_b1, one_minus_b2, inv_c1, inv_sqrt_c2 = self._adam_scalars(i, g)
         new_m, new_v = _adam_moments_call(g, m, v, b2, one_minus_b1, one_minus_b2)
@@ -714,14 +725,7 @@ class AdamW(Adam):
 
     def _update(self, i: int, p: Tensor, g: Tensor) -> list[Tensor]:
         group = self._group_of[i]
-        if group["maximize"]:
-            g = -g
-        if not group["amsgrad"] and isinstance(p.device, str):
-            return self._fused(i, p, g, float(group["weight_decay"]))
-        up, written = self._adam_direction(i, g)
-        lr = self._lr(i, p)
-        p.assign(p.detach() * (1 - lr * group["weight_decay"]) - lr * up)
-        return [p, *written]
+        return self._step(i, p, -g if group["maximize"] else g, float(group["weight_decay"]))
 
 
 class LAMB(_AdamFamily):

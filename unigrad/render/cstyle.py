@@ -296,7 +296,7 @@ class CStyleLanguage:
         """A gated vector STORE(INDEX, value, gate): one vector store where every lane is in, else each lane's
         element where its gate is in."""
         idx, gate = u.src[0], u.src[2]
-        whole = f"*({self.pointer_space}{self.vtype(idx)}{self.align(idx)}*){r[idx]} = {value};"
+        whole = CStyleLanguage.store_vector(self, u, r[idx], value, self.align(idx) == "", 0)  # (never streamed)
         if not _vec(gate):
             return [f"if ({every}) {whole}"]
         k, T = idx.shape[0], self.vtype(idx)

@@ -336,7 +336,7 @@ class CPUDevice(Compiled):
 @functools.cache
 def _target(threads: int) -> Target:
     vector_bytes, registers = host_vector_unit()
-    return Target(threads, vector_bytes, registers, masked_tails=True)  # CLanguage.masked_vectors
+    return Target(threads, vector_bytes, registers, masked_tails=CLanguage.masked_vectors)
 
 
 def open_device(name: str) -> Compiled:

@@ -366,12 +366,13 @@ def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
     elif outputs and len(sink.toposort()) <= MAX_VECTOR_BODY:  # vector lanes pay at any size (threads do not)
         r = outputs[-1]
         lanes = _vector_lanes(sink, r, target.vector_bytes)
-        if _stays_scalar(sink) and _kernel_body(sink) * lanes > SCALAR_BODY:
+        scalar = _stays_scalar(sink)
+        if scalar and _kernel_body(sink) * lanes > SCALAR_BODY:
             lanes = 0  # scalar lanes are one copy of the body each: an LSTM's gate backward (bool masks) was 6k lines
         if lanes > 1 and (other := _transpose_axis(sink, outputs)) is not None:
             r = other  # a transpose: lanes along the loads' contiguous axis, the stores scattered
         n_r = sizes[rs.index(r)]
-        if lanes > 1 and n_r % lanes and n_r > lanes and target.masked_tails and not _stays_scalar(sink):
+        if lanes > 1 and n_r % lanes and n_r > lanes and target.masked_tails and not scalar:
             # an odd size (an LSTM's 51 hidden units): padded to whole vectors, the last one's lanes past the end
             # gated (PADTO), which the renderer runs as a vector where every lane is in, lane by lane where not
             opts.append(Opt(OptOps.PADTO, rs.index(r), lanes))
