@@ -430,3 +430,22 @@ def test_cat_of_many_pieces_merges_in_groups():
     loss = (out * out).sum()
     assert max(_reads(k) for k in _kernels(loss)) <= CAT_MAX_PIECES
     np.testing.assert_allclose(loss.numpy(), (pn * pn).sum(), rtol=1e-4)
+
+
+@pytest.mark.parametrize("pieces", [2, 4])
+def test_costly_value_under_a_pad_is_materialized(pieces: int) -> None:
+    """A cat of chunks of transcendental math (an LSTM's gate gradient: each chunk's sigmoid or tanh derivative padded
+    into place): fused, the cat's kernel ran every chunk's math at every element, the padding's included (only the
+    loads are gated off). Each chunk's math is computed once over its own elements; the cat only copies."""
+    rng = np.random.default_rng(7)
+    xn = rng.standard_normal((pieces, 5, 9)).astype(np.float32)
+    xs = [Tensor(p).realize() for p in xn]
+    out = Tensor.cat(*[(x.sigmoid() * (1 - x.sigmoid())) if k % 2 else x.tanh() for k, x in enumerate(xs)], dim=1)
+    ks = _kernels(out)
+    cat = ks[-1]
+    assert len(ks) > 1 and not any(u.op in GroupOp.Transcendental for u in cat.toposort())
+    s = 1 / (1 + np.exp(-xn))
+    want = np.concatenate([s[k] * (1 - s[k]) if k % 2 else np.tanh(xn[k]) for k in range(pieces)], axis=1)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-6)
+    cheap = Tensor.cat(*[x * 2 for x in xs], dim=1)  # a cheap piece stays fused in the cat
+    assert len(_kernels(cheap)) == 1

@@ -14,7 +14,8 @@ value stays that view of the written buffer.
 Kernel split: outputs (unless a plain reshape of an input or an assigned view), LOADs (contiguous / copy to a
 device), REDUCEs whose result is broadcast back by an EXPAND (they would be recomputed per element otherwise), big
 REDUCEs under a transcendental (a register tile would copy it per element: a Linear under a GELU), costly
-elementwise values broadcast by an EXPAND (many buffers or ops, or a transcendental: the same reason), elementwise
+elementwise values broadcast by an EXPAND (many buffers or ops, or a transcendental: the same reason) or padded to
+twice their size or more (a cat of chunks: the padded kernel computes each chunk at every element), elementwise
 values that read many buffers and feed two kernels or more (a residual stream), REDUCEs that feed two kernels or
 more (recomputed, each kernel would round them its own way), and big REDUCEs reduced again by another REDUCE (a
 nested reduction would be one loop nest that tiling cannot shape). A costly value is decided before the REDUCEs
@@ -50,6 +51,7 @@ NESTED_MIN_SIZE = 8  # ... each a sum of this many values (or more) gets its own
 MIN_RECOMPUTE_FACTOR = 8
 RECOMPUTE_LOADS = 3
 RECOMPUTE_OPS = 8
+MIN_PAD_FACTOR = 2  # ... and so is one under a PAD that makes it this many times bigger (a cat of two chunks or more)
 SHARED_LOADS = 4  # an elementwise value two kernels read is materialized when it reads this many buffers
 # a kernel body is cut past this many ops, a transcendental counting TRANSCENDENTAL_OPS (the primitives isel
 # decomposes it into). A 1200-op chain with 600 sines and exps: one kernel 60 s to lower and compile; cut at 1024
@@ -508,6 +510,15 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
             v = view_base(u.src[0])
             if v.op in GroupOp.ALU and v not in realize and _costly(v, realize):
                 realize.add(v)
+    # an expensive value under a PAD that makes it MIN_PAD_FACTOR times bigger or more is materialized:
+    # fused, its math runs at every element of the padded result (only the loads are gated off), so a cat of chunks
+    # computes every chunk everywhere (an LSTM's gate gradient, a sum of four padded chunks of sigmoid and tanh
+    # derivatives: 4x the math, 70 such kernels took 19 ms of an 84 ms LSTM LM step)
+    for u in topo:
+        if u.op is Ops.PAD and _broadcast_factor(u) >= MIN_PAD_FACTOR:
+            v = view_base(u.src[0])
+            if v.op in GroupOp.ALU and v not in realize and _costly(v, realize):
+                realize.add(v)
     # a value read through two different views is indexed once per view, so a kernel reading it both ways holds
     # its code twice: a chain of such reads (a roll done step by step, x = x[1:].cat(x[:1])) doubles the kernel
     # with every step (12 steps: 2.6 s to compile). A costly one is materialized (producers first: one just
@@ -639,8 +650,8 @@ def _cap_kernel_bodies(topo: list[UOp], realize: set[UOp]) -> None:
 
 
 def _broadcast_factor(e: UOp) -> int:
-    """How many copies of each element an EXPAND makes (0 for symbolic shapes, and for a scalar: it does not
-    depend on any loop, so the kernel computes it once, outside them)."""
+    """How many copies of each element an EXPAND makes, or how many times bigger a PAD makes its source (0 for
+    symbolic shapes, and for a scalar: it does not depend on any loop, so the kernel computes it once, outside them)."""
     out, src = prod(e.shape), prod(e.src[0].shape)
     return out // src if isinstance(out, int) and isinstance(src, int) and src > 1 else 0
 
