@@ -206,7 +206,9 @@ class Vectorizer:
         if (first.dtype in INTS or first.dtype is dtypes.index) and (offset := self._offsets(lanes)) is not None:
             return offset
         if any(x.op is not op or x.arg != first.arg or len(x.src) != len(first.src) for x in lanes):
-            return self._bounds(lanes) if self.masked and first.dtype is dtypes.bool else None
+            if not self.masked:
+                return None
+            return self._bounds(lanes) if first.dtype is dtypes.bool else self._regated(lanes)
         if op is Ops.INDEX:
             return self._index(lanes)
         srcs = [self.unify(tuple(x.src[i] for x in lanes)) for i in range(len(first.src))]
@@ -241,6 +243,15 @@ class Vectorizer:
                 return None
             out.append(lane)
         return self.unify(tuple(out))
+
+    def _regated(self, lanes: tuple[UOp, ...]) -> UOp | None:
+        """A padded reduce axis's input, WHERE(gate, x, identity), where simplify dropped the WHERE of the lanes whose
+        gate always holds -> each such lane as WHERE(True, x, identity), unified with the rest; None otherwise."""
+        wheres = [x for x in lanes if x.op is Ops.WHERE]
+        if not wheres or wheres[0].src[2].op is not Ops.CONST or any(w.src[2] is not wheres[0].src[2] for w in wheres):
+            return None
+        true, alt = UOp.const(dtypes.bool, True), wheres[0].src[2]
+        return self.unify(tuple(x if x.op is Ops.WHERE else UOp(Ops.WHERE, (true, x, alt)) for x in lanes))
 
     def _offsets(self, lanes: tuple[UOp, ...]) -> UOp | None:
         """Int lanes that are one sum plus a different constant each (an arange's values, i + lane) ->

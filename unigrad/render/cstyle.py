@@ -437,11 +437,29 @@ class CStyleLanguage:
             if gate not in every:
                 counter += 1
                 every[gate] = f"every{counter}"
-                lanes = "&".join(f"{r[gate]}[{i}]" for i in range(gate.shape[0]))
-                emit(f"int every{counter} = ({lanes})!=0;")
+                x, bounds = gate.src if gate.op is Ops.CMPLT else (None, None)
+                if (
+                    x is not None
+                    and not _vec(x)
+                    and bounds.op is Ops.STACK
+                    and all(b.op is Ops.CONST for b in bounds.src)
+                ):
+                    # a padded axis's gate x < (c_0, ..., c_k-1): every lane is in where x is below the least bound
+                    least = self.render_const(min(b.arg.value for b in bounds.src), x.dtype)
+                    emit(f"int every{counter} = {r[x]}<{least};")
+                else:
+                    lanes = "&".join(f"{r[gate]}[{i}]" for i in range(gate.shape[0]))
+                    emit(f"int every{counter} = ({lanes})!=0;")
             return every[gate]
 
+        # a vector gate's `every` is defined right after the gate, in its scope: a gate outside a reduce loop gates
+        # loads inside it and stores after it
+        gates = {u.src[2] for u in uops if u.op in (Ops.LOAD, Ops.STORE) and len(u.src) == 3 and _vec(u.src[2])}
+        prev: UOp | None = None
         for u in uops:
+            if prev in gates:
+                all_in(prev)
+            prev = u
             op = u.op
             if op is Ops.PARAM:
                 if u.arg.name is not None:

@@ -7,7 +7,9 @@ In: a kernel SINK from rangeify and the Target (threads, vector width and regist
     the same code in one thread);
   - matmul-like kernels (a reduce under two or more output axes, and a load the tile reuses: `_tile_reuses`):
     register tiling (`_register_tile`): vector lanes on the innermost output and a second axis chosen by load reuse
-    (matmul m x n, convolution co x ow); when the innermost output takes no whole vector, a scalar tile of two outer
+    (matmul m x n, convolution co x ow), rows padded to a whole tile (PADTO: padded rows read the last row, their
+    stores gated); when the innermost output takes no whole vector, it is padded to whole vectors where the target
+    has masked tails and that adds little (a 1000-word decoder), else a scalar tile of two outer
     output axes with complementary reuse (convolution co x batch), or,
     when the innermost output takes no vector (a weight gradient's kernel width), lanes on the reduce axis (split
     accumulators) beside a small output tile; the reduce loop kept whole; a B panel too big for the cache is
@@ -15,7 +17,8 @@ In: a kernel SINK from rangeify and the Target (threads, vector width and regist
   - column reductions (x.sum(0): the loads contiguous in the innermost output, not in the reduce axis): vector
     lanes on that output axis, the reduce loop whole (`_column_lanes`);
   - other reductions: split accumulators (the innermost reduce axis unrolled into independent partial sums;
-    fewer when a gated or bool load keeps the kernel scalar and its body is big); a short row reduction (a row max, a
+    fewer when a gated or bool load keeps the kernel scalar and its body is big; a cheap body's row that is no
+    multiple of them padded to one, the padding read as the identity); a short row reduction (a row max, a
     matrix-vector product) takes a few rows at once, one vector of accumulators each (`_reduce_rows`);
   - elementwise kernels: the innermost output axis upcast by one vector's lanes where the store is contiguous
     in it (isel's vector selection makes the lanes one vector op; render/c.py renders vector types), or, for a
@@ -159,11 +162,11 @@ def _register_tile(
     inner_lanes = fit(inner, TILE_INNER, 1) if _vector_lanes(sink, inner, target.vector_bytes) else None
     full = target.vector_bytes // itemsize if target.vector_bytes else 1
 
-    def with_inner_lanes(lanes: int) -> list[tuple[UOp, int, AxisType]]:
+    def with_inner_lanes(lanes: int, pad_rows: bool = True) -> list[tuple[UOp, int, AxisType | None]]:
         varying = [idx for idx in loads if inner in idx.toposort()]
         order = sorted(reversed(outputs[:-1]), key=lambda r: -len(reuse(r, varying)))  # stable: innermost first
         found = [(outer, amount) for outer in order if (amount := fit(outer, TILE_OUTER, lanes)) is not None]
-        if not found or found[0][1] < TILE_OUTER[0]:
+        if pad_rows and (not found or found[0][1] < TILE_OUTER[0]):
             # no full-height tile divides the rows (66 = 2 x 3 x 11 tokens): rows padded up to one, when that adds
             # at most 1/PAD_WASTE of the work (a 66x384 @ 384x1536 in 2-row tiles ran at a third of 64 rows' speed)
             m = TILE_OUTER[0]
@@ -186,6 +189,11 @@ def _register_tile(
                 tile.append((r, amount, AxisType.UPCAST))
                 copies, taken = copies * amount, taken | reuse(r, loads)
         return [*tile, (reduce, lanes, AxisType.UNROLL)]
+    if inner_lanes is not None and target.masked_tails and (padded := -(-size_of(inner) // full) * full) > full:
+        # lanes of half a vector are scalar code (a 1000-wide output in 8 lanes ran at 24 GFLOP/s): padded to whole
+        # vectors, the last one's lanes past the end gated, when that adds at most 1/PAD_WASTE of the columns
+        if (padded - size_of(inner)) * PAD_WASTE <= size_of(inner) and fit(inner, (full,), 1, padded) == full:
+            return [(inner, full, None), *with_inner_lanes(full)]
     # the innermost output takes no whole vector (a convolution's 28- or 30-wide rows): a tile of two outer output
     # axes with complementary reuse, the one reusing a load no other axis reuses first (convolution: co, whose 8
     # outputs share each input load, then the batch, whose 4 share each weight load)
@@ -359,6 +367,15 @@ def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
             acc = SPLIT_ACC // rows[1]  # one vector of accumulators per row, SPLIT_ACC elements in all
         else:
             acc = SPLIT_ACC
+        n_r = sizes[rs.index(r)]
+        cheap = not any(_costly(u) for u in sink.toposort())  # padded lanes of a costly body stay scalar copies
+        if acc > 1 and n_r % acc and n_r >= 4 * acc and target.masked_tails and cheap and not _stays_scalar(sink):
+            padded = -(-n_r // acc) * acc
+            if (padded - n_r) * PAD_WASTE <= n_r:
+                # a row of 1000 (a vocabulary's log-softmax) in one accumulator ran at a tenth of the split speed:
+                # padded to whole accumulators, the padding reads nothing and adds the reduction's identity
+                opts.append(Opt(OptOps.PADTO, rs.index(r), acc))
+                sizes[rs.index(r)] = padded
         if acc > 1 and sizes[rs.index(r)] % acc == 0 and sizes[rs.index(r)] >= 4 * acc:
             split(r, acc, AxisType.UNROLL)
             if rows is not None:

@@ -19,7 +19,7 @@ from typing import Any
 from unigrad.helpers import record
 from unigrad.ir.args import AxisType, KernelInfo, TensorCore
 from unigrad.ir.ops import Ops
-from unigrad.ir.symbolic import simplify
+from unigrad.ir.symbolic import simplify, split_terms
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.expand import chain_tops, end_chain, identity_element
 
@@ -210,6 +210,8 @@ def _split(sink: UOp, opt: Opt) -> UOp:
 
 
 def _padto(sink: UOp, opt: Opt) -> UOp:
+    """The axis padded up to a multiple: an output axis's stores gated off past its size, its loads gated (along their
+    contiguous axis) or read at the last valid index (others); a reduce axis's input the reduction's identity there."""
     rs, r = _axis(sink, opt)
     _not_tc(sink, opt, r)
     m = opt.arg
@@ -233,7 +235,12 @@ def _padto(sink: UOp, opt: Opt) -> UOp:
         new_src = tuple(memo[s] for s in u.src)
         nu = u if new_src == u.src else u.replace(src=new_src)
         if uses_r[u]:
-            if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(nu.src) == 1:
+            if u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and not reduce_axis and not _unit_stride(u, r):
+                # an output axis the load does not read contiguously (a matmul's A along its rows): read at the last
+                # valid index (a plain load, which the vectorizer keeps beside vectors) where the gated store drops
+                # the element; a load along its contiguous axis is gated (vector lanes: one masked vector access)
+                nu = u.substitute({r: valid.where(r2, UOp.index_const(n - 1))})
+            elif u.op is Ops.LOAD and u.src[0].op is Ops.INDEX and len(nu.src) == 1:
                 nu = nu.replace(src=(nu.src[0], UOp.const(nu.dtype, 0), valid))  # a padded lane reads 0
             elif u.op is Ops.LOAD and u.src[0].op is Ops.INDEX:  # padded along another axis too: both gates
                 nu = nu.replace(src=(nu.src[0], nu.src[1], nu.src[2] & valid))
@@ -241,9 +248,19 @@ def _padto(sink: UOp, opt: Opt) -> UOp:
                 nu = nu.replace(src=(*nu.src[:2], nu.src[2] & valid if len(nu.src) == 3 else valid))  # writes nothing
             elif u.op is Ops.REDUCE and r in u.src[1:]:
                 ident = UOp.const(u.dtype, identity_element(u.arg.op, u.dtype))
-                nu = nu.replace(src=(valid.where(nu.src[0], ident), *nu.src[1:]))
+                x = nu.src[0]
+                if x.op is Ops.LOAD and len(x.src) == 3 and x.src[2] is valid and x.dtype == u.dtype:
+                    x = x.replace(src=(x.src[0], ident, valid))  # a padded lane reads the identity: no select
+                else:
+                    x = valid.where(x, ident)
+                nu = nu.replace(src=(x, *nu.src[1:]))
         memo[u] = nu
     return _with_opt(simplify(memo[sink]), opt)
+
+
+def _unit_stride(load: UOp, r: UOp) -> bool:
+    """The load's index moves by one element per step of r."""
+    return dict(split_terms(load.src[0].src[1])[0]).get(r) == 1
 
 
 def _swap(sink: UOp, opt: Opt) -> UOp:
