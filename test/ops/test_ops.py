@@ -1295,6 +1295,29 @@ def test_matmul_copies_a_transposed_a(rng):
     assert len(rt.stats.last_kernels) == 1
 
 
+@pytest.mark.parametrize("m,k,n", [(66, 384, 1000), (33, 64, 256), (700, 64, 1000)])
+def test_linear_copies_a_transposed_weight(m: int, k: int, n: int, rng) -> None:
+    """x @ W.T (nn.Linear) with W of 64 KiB or more under 32 rows or more: W.T is copied contiguous first (a copy
+    kernel, then the matmul: the tile's vector lanes along N read one row instead of gathering from N rows), for any
+    N, a 1000-word decoder's included; values and gradients equal torch's. Few rows read W as it is."""
+    from unigrad.runtime import realize as rt
+
+    x, w = rng.uniform(-1, 1, (m, k)).astype(np.float32), rng.uniform(-1, 1, (n, k)).astype(np.float32)
+    tx, tw = Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)
+    out = (tx @ tw.T).realize()
+    assert [kern.arg.name[0] for kern in rt.stats.last_kernels] == ["E", "r"]
+    rx, rw = torch.from_numpy(x).requires_grad_(), torch.from_numpy(w).requires_grad_()
+    ref = rx @ rw.T
+    check(out, ref.detach(), rtol=1e-4, atol=1e-4)
+    g = rng.uniform(-1, 1, (m, n)).astype(np.float32)
+    (out * Tensor(g)).sum().backward()
+    (ref * torch.from_numpy(g)).sum().backward()
+    np.testing.assert_allclose(tx.grad.numpy(), rx.grad.numpy(), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(tw.grad.numpy(), rw.grad.numpy(), rtol=1e-4, atol=1e-3)
+    (Tensor(x[:8]) @ Tensor(w).T).realize()
+    assert len(rt.stats.last_kernels) == 1
+
+
 def test_matmul_packs_a_batch_of_transposed_bs(rng):
     """q @ k^T over a batch (attention scores): each B is a transposed view, packed per batch (a copy kernel, then
     the matmul), values and gradients equal torch's."""
