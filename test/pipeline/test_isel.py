@@ -229,6 +229,27 @@ def test_exp2_special_values():
     assert got[8] == 1 and got[9] == 1 and got[10] == 1
 
 
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float64], ids=str)
+def test_exp2_of_an_integer_is_bits_alone(dt: DType) -> None:
+    """EXP2 of a value that is an integer by construction (a float cast of an int, shifted or selected: exp's 2^n)
+    is the exponent-field powers alone, no rounding and no polynomial, and still exact: denormals, 0 below the
+    range, inf above. The same numbers through a float buffer take the general path and agree bit for bit."""
+    npdt = np.float32 if dt is dtypes.float32 else np.float64
+    ints = np.arange(-1200, 1200, dtype=np.int32)
+    t = Tensor(ints).cast(dt)
+    whole = ((t < 0).where(t - 1, t + 1) - (t < 0).where(-1, 1)).exp2()  # integral through WHERE, ADD, SUB
+    got = whole.numpy()
+    from unigrad.runtime import realize as rt
+
+    (kernel,) = rt.stats.last_kernels
+    src = get_kernel("CPU", kernel).source
+    assert "fma" not in src.lower() and str(FORMATS[dt].rint_magic)[:6] not in src  # neither polynomial nor rint
+    want = np.ldexp(npdt(1), ints.astype(np.int64)).astype(npdt)
+    with np.errstate(over="ignore"):
+        assert np.array_equal(got, want)
+        assert np.array_equal(got, Tensor(ints.astype(npdt)).exp2().numpy())
+
+
 def test_log2_special_values():
     powers = np.float32(2.0) ** np.arange(-149, 128, dtype=np.float32)
     assert np.array_equal(Tensor(powers).log2().numpy(), np.arange(-149, 128, dtype=np.float32))

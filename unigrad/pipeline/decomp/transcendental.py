@@ -168,14 +168,34 @@ def exp2(u: UOp) -> UOp:
     # maximum is twice that): the int conversion below never sees a nan, and a nan's result is put back last
     xc = (const(x, lo) < x).where(x, const(x, lo))
     xc = (xc < hi).where(xc, const(x, hi))
-    n = rint(xc, fmt)
-    f = sub(xc, n)  # exact: |f| <= 1/2
-    p = horner(f, EXP2_POLY[u.dtype])  # 2^f in [0.7, 1.42]
+    whole = _integral(x)  # an integer power (exp's 2^n): no fraction, no polynomial, never a nan
+    n = xc if whole else rint(xc, fmt)
     # 2^n = 2^n1 * 2^n2 with n1 = floor(n/2), both in the normal range; the shift sees a non-negative int
     ni = n.cast(fmt.int)
     n1 = add_const(shr(add_const(ni, -2 * lo), 1), lo)
+    if whole:
+        return pow2(n1, fmt) * pow2(sub(ni, n1), fmt)
+    f = sub(xc, n)  # exact: |f| <= 1/2
+    p = horner(f, EXP2_POLY[u.dtype])  # 2^f in [0.7, 1.42]
     out = (p * pow2(n1, fmt)) * pow2(sub(ni, n1), fmt)
     return is_nan(x).where(x, out)
+
+
+_INTEGRAL_OPS = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.MAX, Ops.NEG})
+
+
+def _integral(x: UOp, depth: int = 8) -> bool:
+    """x is an integer for every input (a float cast of an int, integer constants, and sums, products and selects of
+    those): looked for up to `depth` ops deep."""
+    if x.op is Ops.CONST:
+        return float(x.arg.value).is_integer()
+    if x.op is Ops.CAST:
+        return dtypes.is_int(x.src[0].dtype) or x.src[0].dtype is dtypes.bool
+    if depth == 0:
+        return False
+    if x.op is Ops.WHERE:
+        return _integral(x.src[1], depth - 1) and _integral(x.src[2], depth - 1)
+    return x.op in _INTEGRAL_OPS and all(_integral(s, depth - 1) for s in x.src)
 
 
 def log2(u: UOp) -> UOp:
