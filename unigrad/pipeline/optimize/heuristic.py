@@ -11,8 +11,9 @@ In: a kernel SINK from rangeify and the Target (threads, vector width and regist
     stores gated); when the innermost output takes no whole vector, it is padded to whole vectors where the target
     has masked tails and that adds little (a 1000-word decoder), else a scalar tile of two outer
     output axes with complementary reuse (convolution co x batch), or,
-    when the innermost output takes no vector (a weight gradient's kernel width), lanes on the reduce axis (split
-    accumulators) beside a small output tile; the reduce loop kept whole; a B panel too big for the cache is
+    when the innermost output takes no vector (a weight gradient's kernel width) or its loads would gather the lanes
+    from rows apart (x @ W.T: W contiguous along the reduce axis), lanes on the reduce axis (split accumulators)
+    beside a small output tile, its rows padded to one; the reduce loop kept whole; a B panel too big for the cache is
     cut into blocks whose loop runs outermost (`_panel_blocks`);
   - column reductions (x.sum(0): the loads contiguous in the innermost output, not in the reduce axis): vector
     lanes on that output axis, the reduce loop whole (`_column_lanes`);
@@ -178,14 +179,23 @@ def _register_tile(
             return [(found[0][0], found[0][1], AxisType.UPCAST), (inner, lanes, AxisType.UPCAST)]
         return [(inner, lanes, AxisType.UPCAST)]
 
-    if inner_lanes is not None and inner_lanes >= full:
-        return with_inner_lanes(inner_lanes)
     varying = [idx for idx in loads if reduce in idx.toposort()]
-    if varying and all(_contiguous_in(idx, reduce) for idx in varying) and (lanes := fit(reduce, TILE_INNER, 1)):
-        tile: list[tuple[UOp, int, AxisType]] = []
+    along_reduce = bool(varying) and all(_contiguous_in(idx, reduce) for idx in varying)
+    gathers = any(inner in idx.toposort() and not _contiguous_in(idx, inner) for idx in loads)
+    if inner_lanes is not None and inner_lanes >= full and not (gathers and along_reduce):
+        return with_inner_lanes(inner_lanes)
+    if along_reduce and (lanes := fit(reduce, TILE_INNER, 1)):
+        tile: list[tuple[UOp, int, AxisType | None]] = []
         copies, taken = lanes, frozenset[UOp]()
         for r in sorted(reversed(outputs), key=lambda r: -len(reuse(r, loads))):
-            if reuse(r, loads) and not reuse(r, loads) <= taken and (amount := fit(r, TILE_SMALL, copies)):
+            if not reuse(r, loads) or reuse(r, loads) <= taken:
+                continue
+            m, padded = TILE_SMALL[0], -(-size_of(r) // TILE_SMALL[0]) * TILE_SMALL[0]
+            amount = fit(r, TILE_SMALL, copies)
+            if (amount or 0) < m and (padded - size_of(r)) * PAD_WASTE <= size_of(r) and fit(r, (m,), copies, padded):
+                tile.append((r, m, None))  # padded to a whole tile (66 tokens -> 68), its padded rows' stores gated
+                amount = m
+            if amount:
                 tile.append((r, amount, AxisType.UPCAST))
                 copies, taken = copies * amount, taken | reuse(r, loads)
         return [*tile, (reduce, lanes, AxisType.UNROLL)]
