@@ -139,6 +139,10 @@ PACK_MIN_ROWS = 256
 # a transposed B (x @ W.T) of at least PACK_T_MIN_BYTES is copied contiguous for this many rows or more: the copy
 # (~40 / M of the matmul's time) pays once the packed matmul's third saved exceeds it (MiniLM's 66 tokens lost 1 ms)
 PACK_T_MIN_ROWS = 128
+# ... over a reduce axis shorter than this: a longer one reads W along it as well (the kernel's lanes on the reduce
+# axis, split accumulators: 128 x 384 @ W.T(1536) 0.78 ms unpacked, 0.88 packed); a short one leaves those lanes few
+# steps for their final sums (700 x 64 @ W.T(1000): 1.18 ms unpacked, 0.41 packed)
+PACK_T_MAX_K = 256
 PACK_T_MIN_BYTES = 64 << 10
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "x": 1}
 _TORCH_NAMES = {"int8": "Char", "int16": "Short", "int32": "Int", "int64": "Long", "uint8": "Byte", "float16": "Half"}
@@ -2246,7 +2250,13 @@ class Tensor(
         size = math.prod(self.shape) * self.dtype.itemsize
         u = self.uop
         transposed = u.op is Ops.PERMUTE and u.arg[-1] != self.ndim - 1 and _is_buffer_view(u.src[0])
-        if transposed and m >= PACK_T_MIN_ROWS and size >= PACK_T_MIN_BYTES and (n % PACK_LANES or m < PACK_MIN_ROWS):
+        if (
+            transposed
+            and m >= PACK_T_MIN_ROWS
+            and k < PACK_T_MAX_K
+            and size >= PACK_T_MIN_BYTES
+            and (n % PACK_LANES or m < PACK_MIN_ROWS)
+        ):
             # a weight read transposed (nn.Linear's x @ W.T): the tile's vector lanes along N would gather each
             # vector from N rows K apart; one transposing copy (K * N elements, against M * K * N multiply-adds)
             # makes them contiguous loads (a (700, 64) @ (64, 1000) decoder: 1.2 -> 0.4 ms)

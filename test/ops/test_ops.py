@@ -1295,9 +1295,10 @@ def test_matmul_copies_a_transposed_a(rng):
     assert len(rt.stats.last_kernels) == 1
 
 
-@pytest.mark.parametrize("m,k,n", [(130, 384, 1000), (128, 64, 256), (700, 64, 1000)])
+@pytest.mark.parametrize("m,k,n", [(130, 100, 1000), (128, 64, 256), (700, 64, 1000)])
 def test_linear_copies_a_transposed_weight(m: int, k: int, n: int, rng) -> None:
-    """x @ W.T (nn.Linear) with W of 64 KiB or more under 128 rows or more: W.T is copied contiguous first (a copy
+    """x @ W.T (nn.Linear) with W of 64 KiB or more, under 128 rows or more, over fewer than 256 inputs (a longer
+    reduce axis takes the kernel's vector lanes instead): W.T is copied contiguous first (a copy
     kernel, then the matmul: the tile's vector lanes along N read one row instead of gathering from N rows), for any
     N, a 1000-word decoder's included; values and gradients equal torch's. Few rows read W as it is."""
     from unigrad.runtime import realize as rt
@@ -1315,6 +1316,8 @@ def test_linear_copies_a_transposed_weight(m: int, k: int, n: int, rng) -> None:
     np.testing.assert_allclose(tx.grad.numpy(), rx.grad.numpy(), rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(tw.grad.numpy(), rw.grad.numpy(), rtol=1e-4, atol=1e-3)
     (Tensor(x[:8]) @ Tensor(w).T).realize()
+    assert len(rt.stats.last_kernels) == 1
+    (Tensor(np.ones((m, 384), np.float32)) @ Tensor(np.ones((n, 384), np.float32)).T).realize()
     assert len(rt.stats.last_kernels) == 1
 
 
