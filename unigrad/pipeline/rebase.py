@@ -14,9 +14,10 @@ o = 0. Rebasing never changes what is read, only whether two kernels share a pro
 becomes the span its indexes reach from o (when known; offset 0 included), so kernels that read different-sized
 buffers the same way share too.
 
-Index constants used as data move out the same way: an index ADD(e, CONST c) that is only cast to a value type (a
-random stream's counter, `arange + c`: dropout in time step t counts from t * numel) takes a Variable `_rb<k>` for
-c, its value given at launch (Rebased.values): the dropout of every time step, every layer, is one program too.
+Index constants used as data move out the same way: where an index ADD(e, CONST c) is cast to a value type (a
+random stream's counter, `arange + c`: dropout in time step t counts from t * numel), the cast reads ADD(e, `_rb<k>`),
+a Variable whose value is given at launch (Rebased.values), while the node's other uses (a load of step t's slice
+at the same offset) keep c: the dropout of every time step, every layer, is one program too.
 """
 
 from __future__ import annotations
@@ -69,13 +70,14 @@ def rebase(ast: UOp) -> Rebased | None:
     nodes = ast.toposort()
     indexes: dict[UOp, list[UOp]] = {}
     skip: set[UOp] = set()  # stored to, or used other than as an INDEX's buffer
-    as_data: dict[UOp, bool] = {}  # an index ADD(e, CONST c) -> whether every use casts it to data
+    # an index ADD(e, CONST c) that some CAST turns into data (a random stream's counter): its casts read ADD(e, var);
+    # its other uses (an INDEX of a buffer at the same offset: the step's slice of an activation) keep the constant
+    as_data: dict[UOp, bool] = {}
     for u in nodes:
-        for s in u.src:
-            if s in as_data:
-                as_data[s] = as_data[s] and u.op is Ops.CAST and u.dtype is not dtypes.index
+        if u.op is Ops.CAST and u.dtype is not dtypes.index and u.src[0] in as_data:
+            as_data[u.src[0]] = True
         if u.op is Ops.ADD and u.dtype is dtypes.index and u.src[1].op is Ops.CONST and u.src[1].arg.value > 0:
-            as_data[u] = True
+            as_data[u] = False
         for i, s in enumerate(u.src):
             if _global_param(s):
                 if u.op is Ops.INDEX and i == 0:
@@ -112,8 +114,8 @@ def rebase(ast: UOp) -> Rebased | None:
         if u.op is Ops.INDEX and u.src[0] in moved:
             q, o = moved[u.src[0]]
             src = (q, _shifted(src[1], o) if o else src[1], *src[2:])
-        elif u in lifted:
-            src = (src[0], lifted[u])
+        elif u.op is Ops.CAST and u.dtype is not dtypes.index and u.src[0] in lifted:
+            src = (src[0].replace(src=(src[0].src[0], lifted[u.src[0]])),)
         memo[u] = u if src == u.src else u.replace(src=src)
     offsets = tuple(sorted((p.arg.slot, o) for p, (_, o) in moved.items() if o))
     values = tuple((lifted[u].arg.name, int(u.src[1].arg.value)) for u in counters)
