@@ -53,6 +53,7 @@ RECOMPUTE_LOADS = 3
 RECOMPUTE_OPS = 8
 MIN_PAD_FACTOR = 2  # ... and so is one under a PAD that makes it this many times bigger (a cat of two chunks or more)
 SHARED_LOADS = 4  # an elementwise value two kernels read is materialized when it reads this many buffers
+SHARED_TRANSCENDENTALS = 2  # ... or computes this many transcendentals (an LSTM's cell state: sigmoids and a tanh)
 # a kernel body is cut past this many ops, a transcendental counting TRANSCENDENTAL_OPS (the primitives isel
 # decomposes it into). A 1200-op chain with 600 sines and exps: one kernel 60 s to lower and compile; cut at 1024
 # (21 kernels) 16 s, at 4096 (6 kernels) 10 s, at 8192 18 s; a 300-op one: about 3 s at 4096 or uncut
@@ -578,7 +579,16 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
         if (
             u not in realize
             and len(ks) == 2
-            and (u.op is Ops.REDUCE or (u.op in GroupOp.ALU and _loads_of(u, realize, SHARED_LOADS) >= SHARED_LOADS))
+            and (
+                u.op is Ops.REDUCE
+                or (
+                    u.op in GroupOp.ALU
+                    and (
+                        _loads_of(u, realize, SHARED_LOADS) >= SHARED_LOADS
+                        or _transcendentals(u, realize, SHARED_TRANSCENDENTALS) >= SHARED_TRANSCENDENTALS
+                    )
+                )
+            )
         ):
             realize.add(u)
         feeds[u] = ks
@@ -681,6 +691,17 @@ def _loads_of(v: UOp, realize: set[UOp], enough: int) -> int:
     n = 0
     for u in _inside(v, realize):
         if _read_by(v, u, realize):
+            n += 1
+            if n >= enough:
+                break
+    return n
+
+
+def _transcendentals(v: UOp, realize: set[UOp], enough: int) -> int:
+    """How many transcendental ops computing v (within its kernel) takes, counted up to `enough`."""
+    n = 0
+    for u in _inside(v, realize):
+        if u.op in GroupOp.Transcendental and not _read_by(v, u, realize):
             n += 1
             if n >= enough:
                 break
