@@ -16,8 +16,8 @@ device), REDUCEs whose result is broadcast back by an EXPAND (they would be reco
 REDUCEs under a transcendental (a register tile would copy it per element: a Linear under a GELU), costly
 elementwise values broadcast by an EXPAND (many buffers or ops, or a transcendental: the same reason) or padded to
 twice their size or more (a cat of chunks: the padded kernel computes each chunk at every element), elementwise
-values that read many buffers and feed two kernels or more (a residual stream), REDUCEs that feed two kernels or
-more (recomputed, each kernel would round them its own way), and big REDUCEs reduced again by another REDUCE (a
+values that read many buffers or compute two transcendentals or more and feed two kernels or more (a residual
+stream; an LSTM's cell state, elementwise through time), REDUCEs that feed two kernels or more (recomputed, each kernel would round them its own way), and big REDUCEs reduced again by another REDUCE (a
 nested reduction would be one loop nest that tiling cannot shape). A costly value is decided before the REDUCEs
 under it: a LayerNorm's rsqrt(var + eps) is computed in the variance's kernel. Last, a kernel body past
 MAX_KERNEL_OPS ops (transcendentals counted as their decomposition) is cut by materializing the elementwise value
