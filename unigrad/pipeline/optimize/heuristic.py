@@ -163,11 +163,11 @@ def _register_tile(
     inner_lanes = fit(inner, TILE_INNER, 1) if _vector_lanes(sink, inner, target.vector_bytes) else None
     full = target.vector_bytes // itemsize if target.vector_bytes else 1
 
-    def with_inner_lanes(lanes: int, pad_rows: bool = True) -> list[tuple[UOp, int, AxisType | None]]:
+    def with_inner_lanes(lanes: int) -> list[tuple[UOp, int, AxisType | None]]:
         varying = [idx for idx in loads if inner in idx.toposort()]
         order = sorted(reversed(outputs[:-1]), key=lambda r: -len(reuse(r, varying)))  # stable: innermost first
         found = [(outer, amount) for outer in order if (amount := fit(outer, TILE_OUTER, lanes)) is not None]
-        if pad_rows and (not found or found[0][1] < TILE_OUTER[0]):
+        if not found or found[0][1] < TILE_OUTER[0]:
             # no full-height tile divides the rows (66 = 2 x 3 x 11 tokens): rows padded up to one, when that adds
             # at most 1/PAD_WASTE of the work (a 66x384 @ 384x1536 in 2-row tiles ran at a third of 64 rows' speed)
             m = TILE_OUTER[0]
