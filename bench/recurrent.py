@@ -5,8 +5,9 @@ Workloads (the same code runs on `torch` and on `unigrad.torch`, passed in as th
   1. lstm_lm    one training step of a word-level LSTM language model (pytorch/examples' word_language_model):
                 embedding 64 -> 2-layer nn.LSTM (hidden 64, dropout 0.2) -> Linear to 1000 words, batch 20, bptt 35;
                 NLL of log_softmax, backward, clip_grad_norm_(0.25), p.data.add_(p.grad, alpha=-lr) (float32)
-  2. lstmcell   forward + backward of two stacked nn.LSTMCell (1 -> 51 -> 51) and a Linear unrolled over 199
-                steps of sine waves, batch 97, float64 (pytorch/examples' time_sequence_prediction), MSE loss
+  2. lstmcell   a training step of two stacked nn.LSTMCell (1 -> 51 -> 51) and a Linear unrolled over 199 steps
+                of sine waves, batch 97, float64 (pytorch/examples' time_sequence_prediction): MSE loss, backward,
+                an SGD step (the gradients are read: unigrad's, lazy until then, are computed too)
 
 What is timed: one step from building the graph to the loss read back with .item() (so every kernel has run; the
 CPU device runs them synchronously). unigrad runs in a child process (`--child NAME`) with CACHEDIR a fresh empty
@@ -103,7 +104,7 @@ def lstm_lm(tm: ModuleType, s: Sizes) -> Callable[[], float]:
 
 
 def lstmcell(tm: ModuleType, s: Sizes) -> Callable[[], float]:
-    """Forward + backward of the unrolled two-cell sine model in float64."""
+    """A training step (forward, backward, SGD) of the unrolled two-cell sine model in float64."""
     nn = tm.nn
     tm.manual_seed(0)
     h = s.cell_hidden
@@ -129,11 +130,13 @@ def lstmcell(tm: ModuleType, s: Sizes) -> Callable[[], float]:
     wave = np.sin((np.arange(s.cell_steps + 1) + shift) / 20.0 * 2 * np.pi)
     x, y = tm.from_numpy(wave[:, :-1].copy()), tm.from_numpy(wave[:, 1:].copy())
     criterion = nn.MSELoss()
+    opt = tm.optim.SGD(seq.parameters(), lr=0.01)
 
     def step() -> float:
-        seq.zero_grad()
+        opt.zero_grad()
         loss = criterion(seq(x), y)
         loss.backward()
+        opt.step()
         return loss.item()
 
     return step

@@ -310,6 +310,31 @@ def test_dot_and_linear_layer(rng):
     check_grad(lambda x, w, b: (x.dot(w) + b).relu().mean(), lambda x, w, b: (x @ w + b).relu().mean(), [x, w, b])
 
 
+@pytest.mark.parametrize("steps", [2, 9, 24])
+def test_weight_shared_by_an_unrolled_recurrence(steps, rng):
+    """h = tanh(x_t @ U + h @ W) over `steps` steps (an unrolled RNN cell): W and U are read by every step, and
+    their gradients are sums of one matmul per step, reduced EXPAND_TERMS steps at a time (one REDUCE over the sum
+    of 199 steps' products was one kernel of 398 buffers and 0.4 s); gradients equal torch's, and no kernel of the
+    weight gradients reads more than two chunks' buffers (the kernel split joins at most two big reductions)."""
+    from unigrad.gradient import EXPAND_TERMS
+    from unigrad.pipeline.callify import callify
+    from unigrad.pipeline.rangeify import rangeify
+
+    xs, u, w = rand(rng, (steps, 8, 3)), rand(rng, (3, 64)) / 4, rand(rng, (64, 64)) / 16
+
+    def rnn(xs, u, w):
+        h = xs[0] @ u
+        for t in range(1, steps):
+            h = (xs[t] @ u + h @ w).tanh()
+        return h
+
+    check_grad(rnn, None, [xs, u, w], rng=rng)
+    leaves = [Tensor(a, requires_grad=True) for a in (xs, u, w)]
+    rnn(*leaves).sum().backward()
+    calls = [c for c in rangeify(callify(UOp(Ops.SINK, (leaves[2].grad.uop,))), "CPU").toposort() if c.op is Ops.CALL]
+    assert max(len(c.src) for c in calls) <= 2 * 2 * EXPAND_TERMS + 4
+
+
 # ---------------------------------------------------------------- dtypes
 
 

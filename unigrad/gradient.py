@@ -17,6 +17,7 @@ buffers (a tensor that requires grad leaves its graph in `realized_from` when it
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from collections.abc import Callable, Mapping
@@ -192,6 +193,7 @@ REDUCE_RULES: dict[Ops, Callable[[UOp, UOp, UOp, tuple[int, ...]], UOp]] = {
 }
 
 
+EXPAND_TERMS = 8  # an EXPAND's gradient with more terms than this is reduced this many terms at a time
 SCATTER_MIN_WORK = 1 << 26  # a gather's gradient as a one-hot product of this many multiply-adds or more: sort-based
 
 
@@ -338,11 +340,17 @@ def compute_gradient(
             on_path.add(u)
     grads: dict[UOp, UOp] = {root: root_grad}
     out_grads: dict[UOp, dict[int, UOp]] = {}  # FUNCTION with its own rule -> gradients of its outputs (GETTUPLEs)
+    # an EXPAND's gradient terms, summed over the expanded axes EXPAND_TERMS at a time: a weight shared by the steps
+    # of an unrolled recurrence is one hash-consed EXPAND, and the sum of its 199 terms under one REDUCE is one kernel
+    # reading 398 buffers (an LSTMCell's weight gradient: 0.4 s); as a sum of REDUCEs the kernel split can cut it
+    expand_terms: dict[UOp, list[UOp]] = {}
 
     def accumulate(srcs: tuple[UOp, ...], src_grads: Grads) -> None:
         for s, sg in zip(srcs, src_grads):
             if sg is not None and s in on_path and s.dtype.is_float:
                 grads[s] = sg if s not in grads else add(grads[s], sg)
+                if s.op is Ops.EXPAND:
+                    expand_terms.setdefault(s, []).append(sg)
 
     for u in reversed(order):
         if u.op is Ops.FUNCTION and u in out_grads:
@@ -361,7 +369,10 @@ def compute_gradient(
         rule = GRADIENT_RULES.get(u.op)
         if rule is None:
             raise NotImplementedError(f"gradient: no rule for {u.op.name} (shape {u.shape}, dtype {u.dtype})")
-        accumulate(u.src, rule(g, u))
+        terms = expand_terms.get(u, []) if u.op is Ops.EXPAND and g is grads[u] and g is not root_grad else []
+        chunks = [terms[i : i + EXPAND_TERMS] for i in range(0, len(terms), EXPAND_TERMS)]
+        for chunk in chunks if len(terms) > EXPAND_TERMS else [[g]]:
+            accumulate(u.src, rule(functools.reduce(add, chunk), u))
     return {t: grads[t] for t in targets if t in grads}
 
 

@@ -395,6 +395,20 @@ def test_heuristics_transposed_weight_takes_lanes_on_the_reduce_axis(rows: int, 
     np.testing.assert_allclose(run(ast, bufs, None, "CPU"), (xn @ wn.T).reshape(-1), rtol=1e-4, atol=1e-3)
 
 
+def test_heuristics_pad_an_output_no_lanes_divide() -> None:
+    """g @ W_hh of an LSTMCell in float64 (97 x 204 @ 204 x 51): no lane count divides 51 or 97 and no scalar tile
+    fits, so on a target with masked tails the outputs are padded to whole vectors (51 -> 56 in 8 lanes, a row tile
+    of 8 over 97 -> 104) instead of a scalar dot product per output (580 -> 118 us); without masked tails nothing is
+    padded; the results equal numpy's."""
+    an, bn = rng.standard_normal((97, 204)), rng.standard_normal((204, 51))
+    ast, bufs = kernel_of(Tensor(an, device="CPU").realize() @ Tensor(bn, device="CPU").realize(), "CPU")
+    opts = hand_coded_opts(ast, Target(2, 64, 32, masked_tails=True))
+    assert [(o.axis, o.arg) for o in opts if o.op is OptOps.PADTO] == [(1, 8), (0, 8)]
+    assert _upcast_sizes(ast, opts) == {51: (8, U), 97: (8, U)}, opts
+    np.testing.assert_allclose(run(ast, bufs, tuple(opts), "CPU"), (an @ bn).reshape(-1), rtol=1e-10, atol=1e-10)
+    assert not any(o.op is OptOps.PADTO for o in hand_coded_opts(ast, Target(2, 64, 32)))
+
+
 # AVX-512, AVX2, SSE, NEON, and the rows of their matmul tile (16 floats wide)
 TARGETS = [(Target(2, 64, 32), 8), (Target(2, 32, 16), 4), (Target(2, 16, 16), 2), (Target(1, 16, 32), 4)]
 

@@ -407,6 +407,24 @@ def test_lstm_training_graph_kernels_stay_small():
     assert biggest[0] < 250_000, biggest
 
 
+def test_kernel_names_stay_short():
+    """A kernel name lists its loop bounds; past NAME_LIMIT characters, runs of equal bounds are written once with
+    their count and the rest is cut (a sum of 40 nested-looking reduce loops once named a 200-character file);
+    short names are unchanged."""
+    from unigrad.pipeline.rangeify import NAME_LIMIT, kernel_name
+
+    rng = np.random.default_rng(6)
+    xs = [Tensor(rng.standard_normal((3, 5)).astype(np.float32)).realize() for _ in range(40)]
+    total = xs[0].sum(1, keepdim=True)
+    for x in xs[1:]:
+        total = total + x.sum(1, keepdim=True)
+    (k,) = _kernels(total)
+    name = kernel_name(k)
+    assert name.startswith("r_3_5x") and len(name) <= NAME_LIMIT, name
+    assert kernel_name(_kernels(xs[0].sum(1))[0]) == "r_3_5"
+    np.testing.assert_allclose(total.numpy()[:, 0], sum(x.numpy().sum(1) for x in xs), rtol=1e-5, atol=1e-5)
+
+
 def test_reduce_under_a_pad_is_materialized():
     """A cat of Linear outputs (a sequence model's per-step predictions): fused, each piece's reduce loop ran for
     every element of the cat, the padding's included (199 loops per element: 161 ms a step). Each reduce gets its

@@ -21,7 +21,8 @@ stream; an LSTM's cell state, elementwise through time), REDUCEs that feed two k
 nested reduction would be one loop nest that tiling cannot shape). A costly value is decided before the REDUCEs
 under it: a LayerNorm's rsqrt(var + eps) is computed in the variance's kernel. Last, a kernel body past
 MAX_KERNEL_OPS ops (transcendentals counted as their decomposition) is cut by materializing the elementwise value
-where it passes the limit: C compile time grows faster than linearly with the body.
+where it passes the limit: C compile time grows faster than linearly with the body; and an elementwise value joining
+more than MAX_KERNEL_REDUCES big REDUCEs is materialized (a shared weight's gradient summed over 199 steps).
 Everything else fuses into the kernel that consumes it.
 """
 
@@ -58,6 +59,11 @@ SHARED_TRANSCENDENTALS = 2  # ... or computes this many transcendentals (an LSTM
 # decomposes it into). A 1200-op chain with 600 sines and exps: one kernel 60 s to lower and compile; cut at 1024
 # (21 kernels) 16 s, at 4096 (6 kernels) 10 s, at 8192 18 s; a 300-op one: about 3 s at 4096 or uncut
 MAX_KERNEL_OPS = 4096
+# an elementwise value joining more than this many big REDUCEs is materialized, so a kernel computes at most two:
+# the gradient of a weight shared by the 199 steps of an unrolled LSTMCell is a sum of 199 matmuls, one kernel of
+# 398 buffers and a nest of 199 reduce loops otherwise (LSTMCell training step, kernel time per step: 1, 598 ms;
+# 2, 608; 4, 632; unbounded, 1619)
+MAX_KERNEL_REDUCES = 1
 
 
 @record
@@ -401,12 +407,28 @@ def _param_like(buf: UOp, slot: int) -> UOp:
     return UOp(Ops.PARAM, p.src, ParamArg(slot, p.arg.dtype, p.arg.device, AddrSpace.GLOBAL))
 
 
+NAME_LIMIT = 64  # a kernel name longer than this collapses runs of equal bounds (it names files and traces)
+
+
 def kernel_name(sink: UOp) -> str:
-    """E_4_3 for an elementwise kernel over 4x3, r_... when it reduces: the bounds of its loops in order."""
+    """E_4_3 for an elementwise kernel over 4x3, r_... when it reduces: the bounds of its loops in order. Past
+    NAME_LIMIT characters a run of three equal bounds or more is written once with its count (r_97_51_204x12), and
+    what is still too long ends in _etc."""
     topo = sink.toposort()
     prefix = "r" if any(u.op is Ops.REDUCE for u in topo) else "E"
     dims = [u.src[0] for u in sorted((u for u in topo if u.op is Ops.RANGE), key=lambda r: r.arg.id)]
-    return prefix + "".join(f"_{d.arg.value if d.op is Ops.CONST else _symbolic_name(d)}" for d in dims)
+    parts = [str(d.arg.value) if d.op is Ops.CONST else _symbolic_name(d) for d in dims]
+    name = prefix + "".join(f"_{p}" for p in parts)
+    if len(name) <= NAME_LIMIT:
+        return name
+    runs: list[list] = []  # [bound, count] of each run of equal bounds
+    for p in parts:
+        if runs and runs[-1][0] == p:
+            runs[-1][1] += 1
+        else:
+            runs.append([p, 1])
+    name = prefix + "".join(f"_{p}x{n}" if n >= 3 else f"_{p}" * n for p, n in runs)
+    return name if len(name) <= NAME_LIMIT else name[: NAME_LIMIT - 4].rstrip("_") + "_etc"
 
 
 def _symbolic_name(d: UOp) -> str:
@@ -633,13 +655,16 @@ def _materialize_reindexed_reduces(topo: list[UOp], consumers: dict[UOp, list[UO
 
 def _cap_kernel_bodies(topo: list[UOp], realize: set[UOp]) -> None:
     """Materialize each elementwise value whose kernel body (its graph down to materialized values and buffers)
-    passes MAX_KERNEL_OPS ops, in topological order, so every kernel body stays within about twice the limit.
+    passes MAX_KERNEL_OPS ops, or joins more than MAX_KERNEL_REDUCES big REDUCEs, in topological order, so every
+    kernel body stays within about twice the limit.
 
     A body is counted exactly, as a bitmask of its ALU and REDUCE nodes (the union of its sources' masks): a value
     used three times per step, y = where(y > a, y * b, y + c), makes a count of the body as a tree exponential in
-    the chain's length. Transcendentals, also in a second mask, count TRANSCENDENTAL_OPS each."""
+    the chain's length. Transcendentals, also in a second mask, count TRANSCENDENTAL_OPS each; big REDUCEs are a
+    third."""
     body: dict[UOp, int] = {}  # the nodes of u's body within its kernel, one bit each
     heavy = 0  # the bits of transcendental nodes
+    big = 0  # the bits of big REDUCEs
     bits = 0  # nodes numbered so far
     for u in topo:
         if u in realize or _is_buffer_leaf(u):
@@ -651,9 +676,11 @@ def _cap_kernel_bodies(topo: list[UOp], realize: set[UOp]) -> None:
             mask |= 1 << bits
             if u.op in GroupOp.Transcendental:
                 heavy |= 1 << bits
+            elif u.op is Ops.REDUCE and _big_reduce(u):
+                big |= 1 << bits
             bits += 1
         ops = mask.bit_count() + (TRANSCENDENTAL_OPS - 1) * (mask & heavy).bit_count()
-        if ops > MAX_KERNEL_OPS and u.op in GroupOp.ALU:
+        if u.op in GroupOp.ALU and (ops > MAX_KERNEL_OPS or (mask & big).bit_count() > MAX_KERNEL_REDUCES):
             realize.add(u)  # its consumers read it from a buffer: their bodies start again from nothing
         else:
             body[u] = mask

@@ -160,7 +160,8 @@ def _register_tile(
         return frozenset(idx for idx in of if r not in idx.toposort())
 
     inner = outputs[-1]
-    inner_lanes = fit(inner, TILE_INNER, 1) if _vector_lanes(sink, inner, target.vector_bytes) else None
+    stored_lanes = _vector_lanes(sink, inner, target.vector_bytes) > 1
+    inner_lanes = fit(inner, TILE_INNER, 1) if stored_lanes else None
     full = target.vector_bytes // itemsize if target.vector_bytes else 1
 
     def with_inner_lanes(lanes: int) -> list[tuple[UOp, int, AxisType | None]]:
@@ -199,11 +200,17 @@ def _register_tile(
                 tile.append((r, amount, AxisType.UPCAST))
                 copies, taken = copies * amount, taken | reuse(r, loads)
         return [*tile, (reduce, lanes, AxisType.UNROLL)]
-    if inner_lanes is not None and target.masked_tails and (padded := -(-size_of(inner) // full) * full) > full:
+
+    def padded_lanes() -> list[tuple[UOp, int, AxisType | None]]:
         # lanes of half a vector are scalar code (a 1000-wide output in 8 lanes ran at 24 GFLOP/s): padded to whole
         # vectors, the last one's lanes past the end gated, when that adds at most 1/PAD_WASTE of the columns
-        if (padded - size_of(inner)) * PAD_WASTE <= size_of(inner) and fit(inner, (full,), 1, padded) == full:
-            return [(inner, full, None), *with_inner_lanes(full)]
+        padded = -(-size_of(inner) // full) * full
+        if not target.masked_tails or padded <= full or (padded - size_of(inner)) * PAD_WASTE > size_of(inner):
+            return []
+        return [(inner, full, None), *with_inner_lanes(full)] if fit(inner, (full,), 1, padded) == full else []
+
+    if inner_lanes is not None and (tile := padded_lanes()):
+        return tile
     # the innermost output takes no whole vector (a convolution's 28- or 30-wide rows): a tile of two outer output
     # axes with complementary reuse, the one reusing a load no other axis reuses first (convolution: co, whose 8
     # outputs share each input load, then the batch, whose 4 share each weight load)
@@ -217,7 +224,11 @@ def _register_tile(
             copies, taken = copies * amount, taken | reuse(r, loads)
             if len(scalar) == len(SCALAR_TILE):
                 return scalar
-    return with_inner_lanes(inner_lanes) if inner_lanes is not None else []
+    if inner_lanes is not None:
+        return with_inner_lanes(inner_lanes)
+    # no lanes divide the innermost output and no scalar tile fits (g @ W_hh of an LSTMCell: 97 x 51 outputs):
+    # padded to whole vectors where the target has masked tails (a scalar dot product per output: 3 GFLOP/s)
+    return padded_lanes() if stored_lanes else []
 
 
 def _tile_reuses(sink: UOp, outputs: list[UOp], reduce: UOp) -> bool:
