@@ -89,6 +89,7 @@ class ParamArg:
     device: str | tuple[str, ...] | None = None
     addrspace: AddrSpace | None = None
     name: str | None = None
+    align: int = 0  # bytes the buffer's start is aligned to, where less than its allocator's (a rebased slice)
 
 
 @record(frozen=True, slots=True)

@@ -591,6 +591,7 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
     # output in each kernel that reads it (quadratic in depth). A REDUCE read by two kernels or more always is:
     # each kernel's opts round it differently, and a max's gradient compares the input with the max it had
     # (recomputed elsewhere, no element matched: 0 / 0)
+    reads, heavy = _reads_and_transcendentals(topo, realize)
     feeds: dict[UOp, tuple[UOp, ...]] = {}  # up to two kernels (their materialized roots) that read u
     for u in reversed(topo):
         ks: tuple[UOp, ...] = ()
@@ -603,13 +604,7 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
             and len(ks) == 2
             and (
                 u.op is Ops.REDUCE
-                or (
-                    u.op in GroupOp.ALU
-                    and (
-                        _loads_of(u, realize, SHARED_LOADS) >= SHARED_LOADS
-                        or _transcendentals(u, realize, SHARED_TRANSCENDENTALS) >= SHARED_TRANSCENDENTALS
-                    )
-                )
+                or (u.op in GroupOp.ALU and (len(reads[u]) >= SHARED_LOADS or len(heavy[u]) >= SHARED_TRANSCENDENTALS))
             )
         ):
             realize.add(u)
@@ -662,28 +657,27 @@ def _cap_kernel_bodies(topo: list[UOp], realize: set[UOp]) -> None:
     used three times per step, y = where(y > a, y * b, y + c), makes a count of the body as a tree exponential in
     the chain's length. Transcendentals, also in a second mask, count TRANSCENDENTAL_OPS each; big REDUCEs are a
     third."""
-    body: dict[UOp, int] = {}  # the nodes of u's body within its kernel, one bit each
-    heavy = 0  # the bits of transcendental nodes
-    big = 0  # the bits of big REDUCEs
+    # u's body within its kernel: its nodes, one bit each (numbered in topological order), as masks shifted down by
+    # the lowest bit (a mask of all the nodes before it, rebuilt for each node, was quadratic: 3 s of a 199-step
+    # LSTMCell's schedule): (lowest bit, nodes, transcendentals, big REDUCEs)
+    body: dict[UOp, tuple[int, int, int, int]] = {}
     bits = 0  # nodes numbered so far
     for u in topo:
         if u in realize or _is_buffer_leaf(u):
             continue
-        mask = 0
-        for s in u.src:
-            mask |= body.get(s, 0)
+        parts = [body[s] for s in u.src if s in body]
         if u.op in GroupOp.ALU or u.op is Ops.REDUCE:
-            mask |= 1 << bits
-            if u.op in GroupOp.Transcendental:
-                heavy |= 1 << bits
-            elif u.op is Ops.REDUCE and _big_reduce(u):
-                big |= 1 << bits
+            parts.append((bits, 1, int(u.op in GroupOp.Transcendental), int(u.op is Ops.REDUCE and _big_reduce(u))))
             bits += 1
-        ops = mask.bit_count() + (TRANSCENDENTAL_OPS - 1) * (mask & heavy).bit_count()
-        if u.op in GroupOp.ALU and (ops > MAX_KERNEL_OPS or (mask & big).bit_count() > MAX_KERNEL_REDUCES):
+        base = min((p[0] for p in parts), default=0)
+        nodes = heavy = big = 0
+        for b, n, h, r in parts:
+            nodes, heavy, big = nodes | n << (b - base), heavy | h << (b - base), big | r << (b - base)
+        ops = nodes.bit_count() + (TRANSCENDENTAL_OPS - 1) * heavy.bit_count()
+        if u.op in GroupOp.ALU and (ops > MAX_KERNEL_OPS or big.bit_count() > MAX_KERNEL_REDUCES):
             realize.add(u)  # its consumers read it from a buffer: their bodies start again from nothing
-        else:
-            body[u] = mask
+        elif parts:
+            body[u] = (base, nodes, heavy, big)
 
 
 def _broadcast_factor(e: UOp) -> int:
@@ -713,26 +707,28 @@ def _read_by(v: UOp, u: UOp, realize: set[UOp]) -> bool:
     return u is not v and (u in realize or _is_buffer_leaf(u))
 
 
-def _loads_of(v: UOp, realize: set[UOp], enough: int) -> int:
-    """How many buffers (and materialized values) computing v reads, counted up to `enough`."""
-    n = 0
-    for u in _inside(v, realize):
-        if _read_by(v, u, realize):
-            n += 1
-            if n >= enough:
-                break
-    return n
-
-
-def _transcendentals(v: UOp, realize: set[UOp], enough: int) -> int:
-    """How many transcendental ops computing v (within its kernel) takes, counted up to `enough`."""
-    n = 0
-    for u in _inside(v, realize):
-        if u.op in GroupOp.Transcendental and not _read_by(v, u, realize):
-            n += 1
-            if n >= enough:
-                break
-    return n
+def _reads_and_transcendentals(
+    topo: list[UOp], realize: set[UOp]
+) -> tuple[dict[UOp, frozenset[UOp]], dict[UOp, frozenset[UOp]]]:
+    """For each value, within its kernel: the buffers and materialized values computing it reads (up to SHARED_LOADS
+    of them) and the transcendentals it computes (up to SHARED_TRANSCENDENTALS). Bottom-up, each from its sources'
+    (a walk down from each value of an unrolled recurrence's elementwise chain was quadratic: 7 s of the schedule of
+    a 199-step LSTMCell's training step). The kernel-split loop that asks adds only values above the one it asks
+    about, so answers computed before it starts stay true."""
+    reads: dict[UOp, frozenset[UOp]] = {}
+    heavy: dict[UOp, frozenset[UOp]] = {}
+    for u in topo:
+        r: set[UOp] = set()
+        h: set[UOp] = {u} if u.op in GroupOp.Transcendental else set()
+        for s in u.src:
+            if s in realize or _is_buffer_leaf(s):
+                r.add(s)
+            else:
+                r |= reads[s]
+                h |= heavy[s]
+        reads[u] = frozenset(r) if len(r) <= SHARED_LOADS else frozenset(list(r)[:SHARED_LOADS])
+        heavy[u] = frozenset(h) if len(h) <= SHARED_TRANSCENDENTALS else frozenset(list(h)[:SHARED_TRANSCENDENTALS])
+    return reads, heavy
 
 
 def _costly(v: UOp, realize: set[UOp]) -> bool:

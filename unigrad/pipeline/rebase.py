@@ -8,9 +8,10 @@ read from element o on, passed as (buffer, o) at launch, and its indexes lose o 
 kernel is then one AST, one program.
 
 In: a kernel SINK (rangeify's, before optimization). Out: Rebased(ast, offsets) with offsets ((slot, elements),
-...) for the buffers moved, or None when nothing changes. o is a multiple of ALIGN_BYTES, so the alignment a buffer's
-start has (the CPU allocator's 64 bytes; a vector load's) is kept; a buffer read through any other index form keeps
-o = 0. Rebasing never changes what is read, only whether two kernels share a program. A buffer's size in the AST
+...) for the buffers moved, or None when nothing changes. Where o is no multiple of ALIGN_BYTES (the CPU allocator's
+alignment), the moved buffer's PARAM says it starts element-aligned (ParamArg.align) and the renderer reads it with
+unaligned vector accesses: a float64 column x[:, t] of each of 199 time steps is then two programs (an aligned t and
+the others), not one per t mod 8. A buffer read through any other index form keeps o = 0. Rebasing never changes what is read, only whether two kernels share a program. A buffer's size in the AST
 becomes the span its indexes reach from o (when known; offset 0 included), so kernels that read different-sized
 buffers the same way share too.
 
@@ -26,7 +27,7 @@ import functools
 
 from unigrad.dtype import dtypes
 from unigrad.helpers import record
-from unigrad.ir.args import AddrSpace
+from unigrad.ir.args import AddrSpace, ParamArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
 
@@ -100,10 +101,10 @@ def rebase(ast: UOp) -> Rebased | None:
             lows.append(min(int(lo), _split(x.src[1])[1]) if isinstance(lo, int) else -1)
             highs.append(hi)
         o = max(0, min(lows))
-        o -= o % max(1, ALIGN_BYTES // p.arg.dtype.itemsize)
+        arg = p.arg if o % max(1, ALIGN_BYTES // p.arg.dtype.itemsize) == 0 else _element_aligned(p.arg)
         span = min(max(highs) + 1 - o, size - o) if all(isinstance(h, int) for h in highs) else size - o
         if o or span != size:
-            moved[p] = (p.replace(src=(UOp.shape_src((span,)),)), o)
+            moved[p] = (p.replace(src=(UOp.shape_src((span,)),), arg=arg), o)
     counters = [u for u, data in as_data.items() if data]
     if not moved and not counters:
         return None
@@ -120,6 +121,11 @@ def rebase(ast: UOp) -> Rebased | None:
     offsets = tuple(sorted((p.arg.slot, o) for p, (_, o) in moved.items() if o))
     values = tuple((lifted[u].arg.name, int(u.src[1].arg.value)) for u in counters)
     return Rebased(memo[ast], offsets, values)
+
+
+def _element_aligned(a: ParamArg) -> ParamArg:
+    """A buffer argument read from an offset off the allocator's alignment: its vector accesses are unaligned."""
+    return ParamArg(a.slot, a.dtype, a.device, a.addrspace, a.name, a.dtype.itemsize)
 
 
 @functools.lru_cache(maxsize=64)

@@ -264,9 +264,10 @@ class CStyleLanguage:
 
     def align(self, idx: UOp) -> str:
         """The type suffix of a vector access at idx: "" (aligned) where the base index is a multiple of the lanes
-        and the buffer is aligned to a whole vector, else "_u" (element-aligned)."""
-        base, k = vector_base(idx.src[1]), idx.shape[0]
-        aligned = base is not None and self.buffer_align >= k * idx.dtype.itemsize and _multiple_of(base, k)
+        and the buffer is aligned to a whole vector (its PARAM's align, else the allocator's), else "_u"."""
+        base, k, buf = vector_base(idx.src[1]), idx.shape[0], idx.src[0]
+        start = buf.arg.align if buf.op is Ops.PARAM and buf.arg.align else self.buffer_align  # a rebased slice's
+        aligned = base is not None and start >= k * idx.dtype.itemsize and _multiple_of(base, k)
         return "" if aligned else "_u"
 
     # a target that streams large outputs past the caches overrides these (c.py: x86 non-temporal stores)
