@@ -409,6 +409,25 @@ def test_heuristics_pad_an_output_no_lanes_divide() -> None:
     assert not any(o.op is OptOps.PADTO for o in hand_coded_opts(ast, Target(2, 64, 32)))
 
 
+def test_padded_gradient_tile_is_vector_code() -> None:
+    """p + g.T @ h in float64 (an LSTMCell's weight gradient added to the previous chunks': 204 x 51 outputs): both
+    output axes are padded (51 -> 56 for the lanes, 204 -> 208 for the 8-row tile), so g's loads are gated along
+    its rows and h's along its lanes, and the row gate joins the column gate in the lanes that can be past both.
+    The kernel is vector code (it stayed scalar: 143 kB of C, 290 us a call), and equals numpy."""
+    from unigrad.pipeline.optimize import optimize
+    from unigrad.runtime import realize as rt
+
+    gn, hn, pn = rng.standard_normal((97, 204)), rng.standard_normal((97, 51)), rng.standard_normal((204, 51))
+    g, h, p = (Tensor(a, device="CPU").realize() for a in (gn, hn, pn))
+    ast, bufs = kernel_of(p + g.T @ h, "CPU")
+    target = Target(2, 64, 32, masked_tails=True)
+    opts = hand_coded_opts(ast, target)
+    assert [(o.axis, o.arg) for o in opts if o.op is OptOps.PADTO] == [(1, 8), (0, 8)], opts
+    src = rt.lower("CPU", optimize(ast, target)).src
+    assert "float64_v" in src, src[:2000]
+    np.testing.assert_allclose(run(ast, bufs, tuple(opts), "CPU"), (pn + gn.T @ hn).reshape(-1), rtol=1e-10, atol=1e-9)
+
+
 # AVX-512, AVX2, SSE, NEON, and the rows of their matmul tile (16 floats wide)
 TARGETS = [(Target(2, 64, 32), 8), (Target(2, 32, 16), 4), (Target(2, 16, 16), 2), (Target(1, 16, 32), 4)]
 

@@ -208,7 +208,9 @@ class Vectorizer:
         if any(x.op is not op or x.arg != first.arg or len(x.src) != len(first.src) for x in lanes):
             if not self.masked:
                 return None
-            return self._bounds(lanes) if first.dtype is dtypes.bool else self._regated(lanes)
+            if first.dtype is not dtypes.bool:
+                return self._regated(lanes)
+            return self._bounds(lanes) or self._conjunction(lanes)
         if op is Ops.INDEX:
             return self._index(lanes)
         srcs = [self.unify(tuple(x.src[i] for x in lanes)) for i in range(len(first.src))]
@@ -243,6 +245,28 @@ class Vectorizer:
                 return None
             out.append(lane)
         return self.unify(tuple(out))
+
+    def _conjunction(self, lanes: tuple[UOp, ...]) -> UOp | None:
+        """The gate of two padded axes, AND(row in, column in), where simplify dropped the terms that always hold in
+        some lanes (an 8-column vector of a padded row: its first lanes test the row alone) -> AND(the terms every
+        lane has, the one other term of each lane, True where it has none); None where a lane has two others."""
+        if not any(x.op is Ops.AND for x in lanes):
+            return None
+        terms = [[t for t in _conjuncts(x) if not (t.op is Ops.CONST and t.arg.value)] for x in lanes]
+        common = [t for t in terms[0] if all(t in ts for ts in terms[1:])]
+        rest = [[t for t in ts if t not in common] for ts in terms]
+        if not common or any(len(r) > 1 for r in rest):
+            return None
+        true = UOp.const(dtypes.bool, True)
+        parts = [self.unify((t,) * len(lanes)) for t in common]
+        if any(r for r in rest):
+            parts.append(self.unify(tuple(r[0] if r else true for r in rest)))
+        if any(x is None for x in parts):
+            return None
+        out = parts[0]
+        for x in parts[1:]:
+            out = UOp(Ops.AND, (out, x))
+        return out if self.can_vector(out) else None
 
     def _regated(self, lanes: tuple[UOp, ...]) -> UOp | None:
         """A padded reduce axis's input, WHERE(gate, x, identity), where simplify dropped the WHERE of the lanes whose
@@ -290,6 +314,18 @@ class Vectorizer:
         return UOp(Ops.INDEX, (first.src[0], UOp(Ops.ADD, (base, iota(k)))))
 
 
+def _conjuncts(u: UOp) -> list[UOp]:
+    """The terms of a bool AND chain (u alone when it is no AND)."""
+    if u.op is Ops.AND and u.dtype is dtypes.bool:
+        return _conjuncts(u.src[0]) + _conjuncts(u.src[1])
+    return [u]
+
+
+def _always(u: UOp) -> bool:
+    """A LOAD or STORE gated by the constant True (simplify's fold of a padded tile's gate in its inner lanes)."""
+    return u.op in (Ops.LOAD, Ops.STORE) and len(u.src) == 3 and u.src[2].op is Ops.CONST and u.src[2].arg.value is True
+
+
 def _first_store(u: UOp) -> UOp | None:
     while u.op is Ops.GROUP and u.src:
         u = u.src[0]
@@ -331,6 +367,18 @@ def vectorize(sink: UOp, lanes: Callable[[DType], int], can_vector: Callable[[UO
             src = vectorize_lanes(src, v, lanes)
         memo[u] = u if src == u.src else u.replace(src=src)
     out = memo[sink]
-    if gated and any(u.op is Ops.LOAD and len(u.src) == 3 and u.shape == () for u in out.toposort()):
-        return sink  # ... as where some gated load stays scalar (a padded matmul tile's rows, a convolution's border)
+    if gated:
+        # ... as where some gated load stays in scalar code (a padded matmul tile's rows, a convolution's border); a
+        # gate that always holds is none (simplify's fold in a padded tile's inner lanes), and a load every user of
+        # which is a vector op is a broadcast operand, loaded once per vector as scalar code would (a gradient
+        # g.T @ h whose padded rows gate g's loads along g's contiguous axis while h's columns take the lanes)
+        topo = out.toposort()
+        users: dict[UOp, list[UOp]] = {}
+        for u in topo:
+            for s in u.src:
+                users.setdefault(s, []).append(u)
+        for u in topo:
+            if u.op is Ops.LOAD and len(u.src) == 3 and u.shape == () and not _always(u):
+                if any(c.shape == () for c in users.get(u, ())):
+                    return sink
     return out
