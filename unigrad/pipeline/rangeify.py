@@ -666,6 +666,10 @@ def _cap_kernel_bodies(topo: list[UOp], realize: set[UOp]) -> None:
         if u in realize or _is_buffer_leaf(u):
             continue
         parts = [body[s] for s in u.src if s in body]
+        if u.op not in GroupOp.ALU and u.op is not Ops.REDUCE and len(parts) <= 1:
+            if parts:  # a view (or a load) of one body: the same body
+                body[u] = parts[0]
+            continue
         if u.op in GroupOp.ALU or u.op is Ops.REDUCE:
             parts.append((bits, 1, int(u.op in GroupOp.Transcendental), int(u.op is Ops.REDUCE and _big_reduce(u))))
             bits += 1
