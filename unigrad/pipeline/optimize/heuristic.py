@@ -292,8 +292,8 @@ def _reduce_rows(
 
 def _column_lanes(
     sink: UOp, outputs: list[UOp], reduce: UOp, target: Target, size_of: Callable[[UOp], int]
-) -> tuple[int, int] | None:
-    """(lanes, the axis's size padded to them) on the innermost output axis of a column reduction (x.sum(0) of a row-major matrix: every load varying
+) -> int | None:
+    """Lanes on the innermost output axis of a column reduction (x.sum(0) of a row-major matrix: every load varying
     along the reduce axis is contiguous in the innermost output instead, and so is the store), or None. Each step of
     the reduce loop then adds COLUMN_VECTORS whole vectors of one row into as many accumulator vectors, one per
     output lane, in the unoptimized kernel's order; split accumulators along the reduce axis would load one scalar
@@ -319,15 +319,10 @@ def _column_lanes(
         )
     ):
         return None
+    # (a width no whole vectors divide stays scalar: padded, 25 chunks of a gate gradient's 204 columns were 168 kB
+    # of lane-by-lane gated loads and 4 s of gcc for a 1 ms gain)
     size = size_of(inner)
-    if k := next((k * lanes for k in COLUMN_VECTORS if size % (k * lanes) == 0 and size > k * lanes), None):
-        return k, size
-    # no whole vectors (a gate gradient's 204 rows): padded to them where the target has masked tails and that adds
-    # at most 1/PAD_WASTE of the columns (the last vector's lanes past the end gated)
-    padded = -(-size // lanes) * lanes
-    if not target.masked_tails or padded <= lanes or (padded - size) * PAD_WASTE > size:
-        return None
-    return next(((k * lanes, padded) for k in COLUMN_VECTORS if padded % (k * lanes) == 0 and padded > k * lanes), None)
+    return next((k * lanes for k in COLUMN_VECTORS if size % (k * lanes) == 0 and size > k * lanes), None)
 
 
 def _costly(u: UOp) -> bool:
@@ -400,10 +395,7 @@ def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
             acc = _scalar_copies(sink)
         elif (columns := _column_lanes(sink, outputs, r, target, lambda x: sizes[rs.index(x)])) is not None:
             acc = 1  # one accumulator per output lane: the lanes are the columns
-            if columns[1] != sizes[rs.index(outputs[-1])]:
-                opts.append(Opt(OptOps.PADTO, rs.index(outputs[-1]), columns[0]))
-                sizes[rs.index(outputs[-1])] = columns[1]
-            split(outputs[-1], columns[0], AxisType.UPCAST)
+            split(outputs[-1], columns, AxisType.UPCAST)
         elif (rows := _reduce_rows(sink, outputs, r, target, lambda x: sizes[rs.index(x)])) is not None:
             acc = SPLIT_ACC // rows[1]  # one vector of accumulators per row, SPLIT_ACC elements in all
         else:
