@@ -369,6 +369,27 @@ def test_heuristics_sibling_column_sums_take_lanes() -> None:
     np.testing.assert_allclose(run(ast, bufs, tuple(opts), "CPU"), want, rtol=1e-10, atol=1e-10)
 
 
+def test_heuristics_thread_costly_cell_math_over_prime_rows() -> None:
+    """An LSTMCell's cell math in float64: 97 x 51 elements reading a gate slice of a 97 x 204 buffer, with
+    transcendentals. Each transcendental counts COSTLY_ITERATIONS more iterations toward MIN_THREAD_WORK, so the
+    kernel takes two THREAD chunks; 97 rows divide into none, so they are padded to 98 (the extra row is computed
+    from the last row's loads and not stored). The same kernel without transcendentals stays on one thread. Both
+    equal numpy's."""
+    gn, cn = rng.standard_normal((97, 204)), rng.standard_normal((97, 51))
+    g, c = Tensor(gn, device="CPU").realize(), Tensor(cn, device="CPU").realize()
+    target = Target(2, 64, 32, masked_tails=True)
+    costly = g[:, 153:].sigmoid() * c.tanh() + g[:, :51].exp()
+    ast, bufs = kernel_of(costly, "CPU")
+    opts = hand_coded_opts(ast, target)
+    assert [(o.op, o.axis, o.arg) for o in opts][-2:] == [(OptOps.PADTO, 0, 2), (OptOps.SPLIT, 0, (2, T, True))], opts
+    want = 1 / (1 + np.exp(-gn[:, 153:])) * np.tanh(cn) + np.exp(gn[:, :51])
+    np.testing.assert_allclose(run(ast, bufs, tuple(opts), "CPU"), want.reshape(-1), rtol=1e-12, atol=1e-12)
+    cheap = g[:, 153:] * c + g[:, :51]
+    ast, bufs = kernel_of(cheap, "CPU")
+    assert not any(o.arg[1] is T for o in hand_coded_opts(ast, target) if o.op is OptOps.SPLIT)
+    np.testing.assert_array_equal(run(ast, bufs, None, "CPU"), (gn[:, 153:] * cn + gn[:, :51]).reshape(-1))
+
+
 def _upcast_sizes(ast: UOp, opts: list[Opt]) -> dict[int, tuple[int, AxisType]]:
     """{original size of the split axis: (amount, kind)} for the tile splits of `opts`."""
     sizes = {i: r.src[0].arg.value for i, r in enumerate(axes(ast))}

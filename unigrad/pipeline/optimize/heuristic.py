@@ -47,6 +47,9 @@ MIN_THREAD_WORK = 1 << 16  # iterations (outputs x reduce size) below which one 
 # so a core slowed by other work (or woken late) gets fewer (measured 2-4% faster on the 16M elementwise chain than
 # one chunk per core)
 CHUNK_WORK = 1 << 19
+# a transcendental in the body (a decomposition of tens of ops) counts as this many more iterations per element
+# toward MIN_THREAD_WORK: an LSTMCell's 97 x 51 float64 cell math with 6 exps per element ran 105 us on one core
+COSTLY_ITERATIONS = 4
 SPLIT_ACC = 32  # independent accumulators of a reduction
 # ... a rounding sum reduced a few rows at a time (one vector of accumulators per row) adds at most this many values
 # into one accumulator, as 32 accumulators do over a 4096 row (a max is exact in any order: no limit)
@@ -436,7 +439,8 @@ def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
                 and sizes[rs.index(store)] > TRANSPOSE_ROWS
             ):
                 split(store, TRANSPOSE_ROWS, AxisType.UPCAST)  # a block: each store line gets several elements
-    if threads > 1 and outputs and work >= MIN_THREAD_WORK:
+    costly = sum(_costly(u) for u in sink.toposort())
+    if threads > 1 and outputs and work * (1 + COSTLY_ITERATIONS * costly) >= MIN_THREAD_WORK:
         n = sizes[rs.index(outputs[0])]
         # one chunk per core (matmul-like: each core keeps its panel of the output), else chunks of at most
         # CHUNK_WORK; up to 4x as many that divide the outermost loop evenly, the count keeping the cores busiest
@@ -450,6 +454,13 @@ def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
             options += [
                 (_balance(k, threads), 0, -k, outputs[1], k) for k in range(threads, 4 * threads + 1) if n1 % k == 0
             ]
+        uneven = not options and not reduces and len(outputs) >= 2 and n == bound(outputs[0]) and n > threads
+        if uneven and (-(-n // threads) * threads - n) * PAD_WASTE <= n:
+            # no chunk count divides the rows (an LSTMCell's batch of 97): padded to one, the last chunk's extra row
+            # computed from the last row's loads and not stored
+            opts.append(Opt(OptOps.PADTO, rs.index(outputs[0]), threads))
+            sizes[rs.index(outputs[0])] = -(-n // threads) * threads
+            options = [(1.0, 1, -threads, outputs[0], threads)]
         if options and (best := max(options))[4] > 1:
             axis, chunks = best[3], best[4]
             if axis is not outputs[0]:  # the columns' loop outermost first: only an outermost loop splits into THREADs
