@@ -687,6 +687,16 @@ def _remember(cache: OrderedDict[tuple[Any, ...], V], key: tuple[Any, ...], valu
 _SAME_DTYPE = frozenset({Ops.ADD, Ops.MUL, Ops.SUB, Ops.MAX})  # binops whose result has the operands' dtype
 
 
+def _broadcast_uop(u: UOp, shape: Shape) -> UOp:
+    """u reshaped to the rank of `shape` (1s in front) and expanded to it: a broadcast the caller has checked
+    (_broadcast_shape); u itself where it has that shape."""
+    have = u.shape
+    if len(have) < len(shape):
+        have = (1,) * (len(shape) - len(have)) + have
+        u = UOp(Ops.RESHAPE, (u, UOp.shape_src(have)))
+    return UOp(Ops.EXPAND, (u, UOp.shape_src(shape))) if have != shape else u
+
+
 def _const_uop(x: ConstType, dtype: DType, shape: Shape) -> UOp:
     """The scalar `x` as a `dtype` UOp of `shape`: EXPAND(RESHAPE(CONST, 1s), shape), cached by value and shape."""
     key = (x, type(x), dtype, shape)
@@ -1334,7 +1344,12 @@ class Tensor(
             return Tensor(
                 UOp(Ops.RESHAPE, (UOp(Ops.DETACH, (u.src[0],)), u.src[1])), device=self.device, requires_grad=False
             )
-        return Tensor(UOp(Ops.DETACH, (u,)), device=self.device, requires_grad=False)
+        t = object.__new__(Tensor)  # (Tensor(DETACH, requires_grad=False) without the constructor's parsing)
+        t.uop, t.device, t._requires_grad, t.grad = UOp(Ops.DETACH, (u,)), self.device, False, None
+        _made.append(_weakref(t))
+        if _binding:
+            _bind_checks(t.uop)
+        return t
 
     def _own_buffer(self) -> None:
         """Give a new leaf its own BUFFER: gradients find leaves by their node, and hash-consing would make
@@ -1763,14 +1778,7 @@ class Tensor(
         """expand(shape) for a shape already checked to be a broadcast of this one (_broadcast_shape): the
         RESHAPE to its rank and the EXPAND, without expand()'s argument parsing and checks (a hot path)."""
         u = self.uop
-        if (have := u.shape) == shape:
-            return self
-        if len(have) < len(shape):
-            have = (1,) * (len(shape) - len(have)) + have
-            u = UOp(Ops.RESHAPE, (u, UOp.shape_src(have)))
-        if have != shape:
-            u = UOp(Ops.EXPAND, (u, UOp.shape_src(shape)))
-        return self._new(u)
+        return self if u.shape == shape else self._new(_broadcast_uop(u, shape))
 
     def _alu(self, op: Ops, *srcs: Tensor) -> Tensor:
         return self._new(UOp(op, (self.uop, *(s.uop for s in srcs))), *srcs)
@@ -1783,6 +1791,11 @@ class Tensor(
             if u.shape == v.shape and (dt := u.dtype) is v.dtype and other.device == self.device:  # type: ignore[union-attr]
                 srcs = (v, u) if reverse else (u, v)
                 return self._new(UOp.elementwise(op, srcs, dt if op in _SAME_DTYPE else None), other)  # type: ignore[arg-type]
+            if u.dtype is v.dtype and other.device == self.device:  # type: ignore[union-attr]
+                # shapes differ (a bias, a row of statistics): both sides' RESHAPE/EXPAND and the op, one tensor
+                shape = _broadcast_shape(name, u.shape, v.shape)
+                u, v = _broadcast_uop(u, shape), _broadcast_uop(v, shape)
+                return self._new(UOp(op, (v, u) if reverse else (u, v)), other)  # type: ignore[arg-type]
         elif (other.__class__ is float or other.__class__ is int) and (dt := u.dtype).is_float:  # keeps a float dtype
             c = _const_uop(other, dt, u.shape)
             return self._new(UOp.elementwise(op, (c, u) if reverse else (u, c), dt if op in _SAME_DTYPE else None))
@@ -1825,6 +1838,20 @@ class Tensor(
         return self._float()._alu(Ops.RECIP)
 
     def div(self, other: Tensor | ConstType, reverse: bool = False, rounding_mode: str | None = None) -> Tensor:
+        if rounding_mode is None and (u := self.uop).dtype.is_float:
+            # the common case, a float divided by a float of its dtype or a Python number: x * reciprocal(y) (the
+            # nodes of the general path below) as one tensor
+            if other.__class__ is Tensor:
+                v = other.uop  # type: ignore[union-attr]
+                if v.dtype is u.dtype and other.device == self.device:  # type: ignore[union-attr]
+                    shape = u.shape if u.shape == v.shape else _broadcast_shape("div", u.shape, v.shape)
+                    u, v = _broadcast_uop(u, shape), _broadcast_uop(v, shape)
+                    x, y = (v, u) if reverse else (u, v)
+                    return self._new(UOp.elementwise(Ops.MUL, (x, UOp(Ops.RECIP, (y,))), u.dtype), other)  # type: ignore[arg-type]
+            elif other.__class__ is float or other.__class__ is int:
+                c = _const_uop(other, u.dtype, u.shape)  # type: ignore[arg-type]
+                x, y = (c, u) if reverse else (u, c)
+                return self._new(UOp.elementwise(Ops.MUL, (x, UOp(Ops.RECIP, (y,))), u.dtype))
         if rounding_mode is not None:
             self._check_divisor(other, reverse, "div")
         x, y = self._broadcasted(other, "div", reverse)
@@ -2076,6 +2103,11 @@ class Tensor(
 
     def relu(self) -> Tensor:
         """max(x, 0) with torch's gradient (0 at x == 0) and nan passed through."""
+        u = self.uop
+        if u.dtype.is_float:  # (x > 0).where(x, (x != x).where(x, 0)) as one tensor: its nodes, built at once
+            zero = _const_uop(0, u.dtype, u.shape)
+            keep_nan = UOp.elementwise(Ops.WHERE, (UOp.elementwise(Ops.CMPNE, (u, u)), u, zero))
+            return self._new(UOp.elementwise(Ops.WHERE, (UOp.elementwise(Ops.CMPLT, (zero, u)), u, keep_nan)))
         return (self > 0).where(self, (self != self).where(self, 0))
 
     def abs(self) -> Tensor:
@@ -2087,8 +2119,11 @@ class Tensor(
 
     # ---------------------------------------------------------------- reductions
     def _axes(self, axis: int | Sequence[int] | None, op: str) -> tuple[int, ...]:
+        nd = len(self.uop.shape)
         if axis is None:
-            return tuple(range(self.ndim))
+            return tuple(range(nd))
+        if axis.__class__ is int and -nd <= axis < nd:  # type: ignore[operator]
+            return (axis % nd,)  # type: ignore[operator]
         axs = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
         norm = [_norm_axis(op, a, self.ndim) for a in axs]
         if len(set(norm)) < len(norm):
@@ -2097,19 +2132,30 @@ class Tensor(
         return tuple(sorted(norm)) if self.ndim else ()  # a 0-d tensor takes axis 0/-1 and reduces nothing
 
     def _reduce(self, op: Ops, axis: int | Sequence[int] | None, keepdim: bool, name: str) -> Tensor:
-        axes = self._axes(axis, name)
-        if not axes:
-            out = self
+        u = self.uop
+        shape = u.shape
+        if axis.__class__ is int and -len(shape) <= axis < len(shape):  # (the common case: one dim, in range)
+            axes: tuple[int, ...] = (axis % len(shape),)  # type: ignore[operator]
         else:
-            split = self._split_reduce(op, axes)
-            out = split if split is not None else self._new(UOp(Ops.REDUCE, (self.uop,), ReduceArg(op, axes)))
-        return out if keepdim else out.reshape(tuple(s for i, s in enumerate(self.shape) if i not in axes))
+            axes = self._axes(axis, name)
+            if not axes:  # nothing to reduce (a 0-d tensor, or axis=())
+                return self
+        split = self._split_reduce(op, axes)
+        if split is not None:
+            return split if keepdim else split.reshape(tuple(s for i, s in enumerate(shape) if i not in axes))
+        # the REDUCE and (without keepdim) the RESHAPE dropping its axes, as one tensor
+        r = UOp(Ops.REDUCE, (u,), ReduceArg(op, axes))
+        if not keepdim:
+            r = UOp(Ops.RESHAPE, (r, UOp.shape_src(tuple(s for i, s in enumerate(shape) if i not in axes))))
+        return self._new(r)
 
     def _split_reduce(self, op: Ops, axes: tuple[int, ...]) -> Tensor | None:
         """A long reduce into few outputs runs as two kernels, so every core takes part: (O, R) -> (O, P, R/P)
         reduced over R/P into a materialized (O, P), then over P. Only trailing axes with static sizes."""
         shape = self.shape
-        if not all(isinstance(d, int) for d in shape) or axes != tuple(range(len(shape) - len(axes), len(shape))):
+        if axes[-1] != len(shape) - 1 or axes != tuple(range(len(shape) - len(axes), len(shape))):
+            return None
+        if not all(d.__class__ is int for d in shape):
             return None
         n_out, n_red = math.prod(shape[: len(shape) - len(axes)]), math.prod(shape[len(shape) - len(axes) :])
         if n_red < SPLIT_REDUCE_MIN or n_out > SPLIT_REDUCE_MAX_OUT:
@@ -2149,6 +2195,8 @@ class Tensor(
         integer accumulator (int32 or wider native, int64 torch: flavor.acc_dtype)."""
         if dim is not None:
             axis = dim
+        if dtype is None and (dt := self.uop.dtype).is_float and dt.itemsize >= 4:  # accumulates in its own dtype
+            return self._reduce(Ops.ADD, axis, keepdim, "sum")
         acc = _acc_dtype(self.dtype, dtype)
         if acc.itemsize < 4 and acc.is_float:  # half and bfloat16 accumulate in float32 (as torch), then round once
             return self.cast(dtypes.float32)._reduce(Ops.ADD, axis, keepdim, "sum").cast(acc)
@@ -2184,7 +2232,10 @@ class Tensor(
         return self._flip_order().max(axis, keepdim)._flip_order()
 
     def _check_nonempty(self, op: str, axis: int | Sequence[int] | None) -> None:
-        if any(self.shape[a] == 0 for a in self._axes(axis, op)):
+        shape = self.uop.shape
+        if all(d.__class__ is int and d > 0 for d in shape):  # (the common case: nothing empty anywhere)
+            return
+        if any(shape[a] == 0 for a in self._axes(axis, op)):
             raise RuntimeError(f"{op}: cannot reduce over a zero-size dimension of shape {self.shape}")
 
     def mean(
@@ -2215,7 +2266,9 @@ class Tensor(
         acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt  # 16-bit: float32 sums, one rounding
         y = y._packed_for_matmul(x)
         x = x._rows_for_matmul()
-        out = (x.unsqueeze(-1).cast(acc) * y.unsqueeze(-3).cast(acc)).sum(-2, dtype=acc).cast(dt)
+        out = x._gemm(y, dt)
+        if out is None:
+            out = (x.unsqueeze(-1).cast(acc) * y.unsqueeze(-3).cast(acc)).sum(-2, dtype=acc).cast(dt)
         if self.ndim == 1:
             out = out.squeeze(-2)
         if w.ndim == 1:
@@ -2223,6 +2276,39 @@ class Tensor(
         return out
 
     matmul = dot
+
+    def _gemm(self, y: Tensor, dt: DType) -> Tensor | None:
+        """dot's composition for the common case, (..., M, K) @ (..., K, N) of one float dtype of 32 bits or more
+        with static shapes: the same nodes as the op-by-op path (RESHAPEs to (..., M, K, 1) and (..., 1, K, N), the
+        EXPANDs to their broadcast, MUL, REDUCE over K, RESHAPE), built at once with one result tensor instead of
+        seven (a linear layer's matmul: ~60 -> ~15 us of Python). None where it does not apply."""
+        u, v = self.uop, y.uop
+        xs, ys = u.shape, v.shape
+        if (
+            len(xs) < 2
+            or len(ys) < 2
+            or u.dtype is not dt
+            or v.dtype is not dt
+            or not dt.is_float
+            or dt.itemsize < 4
+            or self.device != y.device
+            or not all(d.__class__ is int for d in (*xs, *ys))
+        ):
+            return None
+        xe, ye = (*xs, 1), (*ys[:-2], 1, *ys[-2:])
+        full = _broadcast_shape("mul", xe, ye)
+        srcs = []
+        for w, have in ((u, xe), (v, ye)):
+            w = UOp(Ops.RESHAPE, (w, UOp.shape_src(have)))
+            if len(have) < len(full):  # (_broadcast_to's steps)
+                have = (1,) * (len(full) - len(have)) + have
+                w = UOp(Ops.RESHAPE, (w, UOp.shape_src(have)))
+            if have != full:
+                w = UOp(Ops.EXPAND, (w, UOp.shape_src(full)))
+            srcs.append(w)
+        axis = len(full) - 2
+        r = UOp(Ops.REDUCE, (UOp(Ops.MUL, tuple(srcs)),), ReduceArg(Ops.ADD, (axis,)))
+        return self._new(UOp(Ops.RESHAPE, (r, UOp.shape_src((*full[:axis], full[-1])))), y)
 
     def _rows_for_matmul(self) -> Tensor:
         """A of a big A @ B, copied row-major when it is a transposed view of a buffer (a.T @ b, a.mT @ b): the
