@@ -46,6 +46,27 @@ def test_inputs_found_in_nested_arguments_and_deduped():
     np.testing.assert_allclose(out["t"][0].numpy(), a - a)
 
 
+def test_positional_tensors_and_scalars_key_their_traces():
+    """Positional Tensors and plain scalars (an optimizer's calls) are keyed without walking a structure: a repeated
+    tensor is one input, each scalar's type and value (-0.0 is not 0.0, 1 is not 1.0 or True) pick the trace."""
+    traced = []
+
+    @function
+    def f(x: Tensor, y: Tensor, k) -> Tensor:
+        traced.append(k)
+        return x * k + y
+
+    a, b = rand(3), rand(3)
+    ta, tb = Tensor(a), Tensor(b)
+    for k in [2.0, 2.0, -0.0, 0.0, 1, 1.0, True, 1]:
+        out = f(ta, tb, k)
+        np.testing.assert_array_equal(out.numpy(), (a * k + b).astype(np.float32))
+    assert [repr(k) for k in traced] == ["2.0", "-0.0", "0.0", "1", "1.0", "True"]
+    np.testing.assert_allclose(f(ta, ta, 3.0).numpy(), a * 3 + a, rtol=1e-6)
+    assert len(f(ta, ta, 3.0).uop.src[0].src) == 2  # the body and one tensor
+    assert traced[-1] == 3.0 and len(traced) == 7  # (x, x) is a trace of its own, made once
+
+
 @pytest.mark.parametrize("precompile", MODES)
 def test_reuse_without_retrace(precompile):
     traced = []

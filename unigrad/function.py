@@ -30,6 +30,33 @@ from unigrad.tensor import Tensor
 __all__ = ["function"]
 
 
+def _plain_key(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[Tensor]] | None:
+    """The trace key of positional arguments that are all Tensors or plain scalars (an optimizer's per-parameter
+    calls), with the Tensors deduped in order as tree_flatten gives them: each Tensor's first place, shape, dtype
+    and device (a repeat: its place), each scalar's type and value (a float's repr: -0.0 is not 0.0). None for any
+    other argument (the general key: the flattened structure's repr). The keys never meet: this one starts "args"."""
+    parts: list[Any] = ["args"]
+    tensors: list[Tensor] = []
+    places: dict[int, int] = {}
+    for a in args:
+        c = a.__class__
+        if c is Tensor:
+            if (i := places.get(id(a))) is None:
+                i = places[id(a)] = len(tensors)
+                tensors.append(a)
+                u = a.uop
+                parts.append((i, u.shape, u.dtype, a.device))
+            else:
+                parts.append(i)
+        elif c is float:
+            parts.append(("float", repr(a)))
+        elif c is int or c is bool or c is str or a is None:
+            parts.append((c, a))
+        else:
+            return None
+    return tuple(parts), tensors
+
+
 @record(frozen=True)
 class Traced:
     """A traced body: TUPLE of the results over PARAM(k) inputs, the structure of the results (Tensors replaced
@@ -88,13 +115,19 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
                 raise TypeError("function(...): decorate a function, e.g. @function(precompile=True)")
             self._wrap(args[0])
             return self
-        structure, tensors = tree_flatten((args, kwargs), _is_tensor, dedupe=True)
-        key = self._key(structure, tensors)
-        traced = self.traces.get(key) if key is not None else None
-        if traced is None:
-            traced = self._trace(structure, tensors)
-            if key is not None:
-                self.traces[key] = traced
+        fast = None if kwargs else _plain_key(args)
+        if fast is not None:  # Tensors and plain scalars: no structure to walk while the trace is known
+            key, tensors = fast
+            if (traced := self.traces.get(key)) is None:
+                traced = self.traces[key] = self._trace(tree_flatten((args, {}), _is_tensor, dedupe=True)[0], tensors)
+        else:
+            structure, tensors = tree_flatten((args, kwargs), _is_tensor, dedupe=True)
+            key = self._key(structure, tensors)
+            traced = self.traces.get(key) if key is not None else None
+            if traced is None:
+                traced = self._trace(structure, tensors)
+                if key is not None:
+                    self.traces[key] = traced
         fn = self._node(traced, tuple(t.uop for t in tensors))
         outs = []
         for i, device in enumerate(traced.devices):

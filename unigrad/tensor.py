@@ -383,7 +383,7 @@ def check_range(
     idx: Tensor, lo: int, hi: int, error: Callable[[int, int], Exception], allowed: int | None = None
 ) -> None:
     """check_values for an int tensor whose entries must lie in [lo, hi) (or equal `allowed`, an ignore_index)."""
-    bad = (idx < lo) | (idx >= hi)
+    bad = (idx < lo) | (idx > hi - 1) if idx.dtype.kind in "iu" else (idx < lo) | (idx >= hi)  # (ints: 2 compares)
     check_values(bad if allowed is None else bad & (idx != allowed), idx, error)
 
 
@@ -1796,7 +1796,11 @@ class Tensor(
                 shape = _broadcast_shape(name, u.shape, v.shape)
                 u, v = _broadcast_uop(u, shape), _broadcast_uop(v, shape)
                 return self._new(UOp(op, (v, u) if reverse else (u, v)), other)  # type: ignore[arg-type]
-        elif (other.__class__ is float or other.__class__ is int) and (dt := u.dtype).is_float:  # keeps a float dtype
+        elif (
+            (other.__class__ is float or other.__class__ is int)
+            and (dt := u.dtype).is_float
+            or (other.__class__ is int and (dt := u.dtype).kind in "iu")
+        ):  # a float or an int tensor keeps its dtype (a Python int is no higher kind than an int tensor)
             c = _const_uop(other, dt, u.shape)
             return self._new(UOp.elementwise(op, (c, u) if reverse else (u, c), dt if op in _SAME_DTYPE else None))
         x, y = self._broadcasted(other, name, reverse)
