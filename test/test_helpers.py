@@ -1,6 +1,7 @@
 """helpers.record: the dataclass subset the package's records use, with dataclass semantics."""
 
 import dataclasses
+import pathlib
 import pickle
 import subprocess
 import sys
@@ -41,8 +42,27 @@ def test_init_defaults_repr_eq_hash_like_dataclass():
     assert repr(p) == "Point(x=1, y=0, tags=())"
     assert p == Point(1, 0, ()) and p != Point(1, 2) and p != (1, 0, ())
     assert hash(p) == hash(Point(x=1)) and {p: "a"}[Point(1)] == "a"
-    assert Point.__slots__ == ("x", "y", "tags") and not hasattr(p, "__dict__")
+    # the fields, and the hash kept once computed (a UOp's arg is hashed at each node built and dropped)
+    assert Point.__slots__ == ("x", "y", "tags", "_record_hash") and not hasattr(p, "__dict__")
     assert Point.__match_args__ == ("x", "y", "tags")
+    assert p._record_hash == hash((1, 0, ())) and Point(2)._record_hash == -1  # (-1: not computed yet)
+
+
+def test_kept_hash_is_not_pickled():
+    """A copy in another process must hash its own way (a str's hash differs between processes): the kept hash is
+    recomputed after unpickling, and equal records hash alike."""
+    p = Point(1, 2, ("a",))
+    hash(p)
+    q = pickle.loads(pickle.dumps(p))
+    assert q == p and q._record_hash == -1 and hash(q) == hash(p)
+    mod = Point.__module__
+    code = (
+        f"import importlib, pickle; t = importlib.import_module({mod!r}); q = pickle.loads({pickle.dumps(p)!r}); "
+        "print(q == t.Point(1, 2, ('a',)), hash(q) == hash(t.Point(1, 2, ('a',))))"
+    )
+    root = pathlib.Path(__file__).parents[mod.count(".")]  # where `mod` imports from
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
+    assert out.stdout.split() == ["True", "True"]
 
 
 def test_missing_or_unknown_argument_is_a_type_error():

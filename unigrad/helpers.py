@@ -59,6 +59,8 @@ def record(cls: type[T] | None = None, /, *, frozen: bool = False, slots: bool =
             if not init:
                 params.pop()
             sets.append(f"    _set(self, {n!r}, {value})" if frozen else f"    self.{n} = {value}")
+        if frozen and slots and eq:
+            sets.append("    _set(self, '_record_hash', -1)")  # (no hash is -1: not computed yet)
         if hasattr(cls, "__post_init__"):
             sets.append("    self.__post_init__()")
         env["_MISSING"] = MISSING
@@ -73,12 +75,15 @@ def record(cls: type[T] | None = None, /, *, frozen: bool = False, slots: bool =
             methods["__eq__"] = lambda self, other: (
                 key(self) == key(other) if other.__class__ is self.__class__ else NotImplemented
             )
-            methods["__hash__"] = (lambda self: hash(key(self))) if frozen else None
+            # a frozen record with slots keeps its hash (computed on first use; not pickled: str hashes differ
+            # between processes); others compute it each time
+            methods["__hash__"] = (_cached_hash(key) if slots else lambda self: hash(key(self))) if frozen else None
         if frozen:
             methods["__setattr__"] = methods["__delattr__"] = _refuse_assignment
             if slots:  # pickle sets slots with setattr, which a frozen record refuses
                 methods["__getstate__"] = lambda self: tuple(getattr(self, n) for n in names)
-                methods["__setstate__"] = lambda self, state: [_set(self, n, v) for n, v in zip(names, state)]
+                restored = (*names, "_record_hash") if eq else tuple(names)
+                methods["__setstate__"] = lambda self, state: [_set(self, n, v) for n, v in zip(restored, (*state, -1))]
         ns = {k: v for k, v in cls.__dict__.items() if k not in ("__dict__", "__weakref__")}
         for n in names:
             if slots or isinstance(ns.get(n), Field):
@@ -86,7 +91,7 @@ def record(cls: type[T] | None = None, /, *, frozen: bool = False, slots: bool =
         ns.update({k: v for k, v in methods.items() if k not in cls.__dict__})
         ns["_record_fields"] = tuple(names)
         if slots:
-            ns["__slots__"] = tuple(names)
+            ns["__slots__"] = (*names, "_record_hash") if frozen and eq else tuple(names)
         new = type(cls)(cls.__name__, cls.__bases__, ns)
         new.__qualname__ = cls.__qualname__
         return new
@@ -95,6 +100,20 @@ def record(cls: type[T] | None = None, /, *, frozen: bool = False, slots: bool =
 
 
 _set = object.__setattr__
+
+
+def _cached_hash(key: Callable[[Any], tuple]) -> Callable[[Any], int]:
+    """A frozen record's __hash__: its fields' hash, computed once and kept (a UOp's arg is hashed at every
+    construction and removal of a node: a PARAM's, a REDUCE's, a CONST's)."""
+
+    def __hash__(self: Any) -> int:
+        h = self._record_hash
+        if h == -1:
+            h = hash(key(self))
+            _set(self, "_record_hash", h)
+        return h
+
+    return __hash__
 
 
 def _record_repr(self: Any) -> str:
