@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from unigrad import config
 from unigrad.dtype import dtypes
+from unigrad.helpers import LRUCache
 from unigrad.ir.args import AddrSpace, KernelInfo, ParamArg
 from unigrad.ir.ops import TRANSCENDENTAL_OPS, GroupOp, Ops
 from unigrad.ir.uop import UOp
@@ -137,7 +138,14 @@ class _Group:
 
 
 def _read_at(ast: UOp, slot: int, idx: UOp) -> bool:
-    """Every use of PARAM `slot` in the kernel is an ungated LOAD of element `idx`."""
+    """Every use of PARAM `slot` in the kernel is an ungated LOAD of element `idx` (remembered per kernel AST, slot
+    and index, as many as the schedules kept: merges ask again for every call of the same kernel)."""
+    if (known := _reads_at.get((ast, slot, idx))) is None:
+        known = _reads_at[(ast, slot, idx)] = _read_only_at(ast, slot, idx)
+    return known
+
+
+def _read_only_at(ast: UOp, slot: int, idx: UOp) -> bool:
     for u in ast.toposort():
         for s in u.src:
             if s.op is Ops.PARAM and s.arg.slot == slot:
@@ -148,6 +156,9 @@ def _read_at(ast: UOp, slot: int, idx: UOp) -> bool:
             if p.op is Ops.PARAM and p.arg.slot == slot and len(u.src) != 1:
                 return False
     return True
+
+
+_reads_at: LRUCache[tuple[UOp, int, UOp], bool] = LRUCache(lambda: config.SCHEDULE_CACHE.value)
 
 
 def _param(old: UOp, slot: int) -> UOp:
@@ -214,13 +225,19 @@ def merge_kernels(out: UOp, aliases: tuple[tuple[int, ...], ...], max_ops: int) 
     open_groups: dict[tuple, _Group] = {}
     groups: list[_Group] = []
     kernels: dict[UOp, _Kernel] = {}
+    # what each kernel AST tells (mergeable: its store, index and ranges; its ops), once per AST: an unrolled loop
+    # runs the same few kernels on other buffers (an LSTMCell step: 6k calls of about 100 ASTs)
+    facts: dict[UOp, tuple[_Kernel | None, int]] = {}
     for i, call in enumerate(calls):
-        if (k := _kernel_of(call)) is None:
+        if (known := facts.get(call.src[0])) is None:
+            k = _kernel_of(call)
+            known = facts[call.src[0]] = (k, _ops(call.src[0]) if k is not None else 0)
+        k, ops = known
+        if k is None:
             continue
         store, idx, ranges = kernels[call] = k
         # bool outputs apart: their lanes stay scalar (isel vectorizes no bools), the others' would with them
         key = (store.src[0].src[0].arg.device, idx, ranges, store.src[1].dtype is dtypes.bool)
-        ops = _ops(call.src[0])
         g = open_groups.get(key)
         if g is not None and g.admits(call, idx, pos, ops, max_ops // MERGED_OPS_SHARE):
             g.add(call, ops)
