@@ -48,7 +48,7 @@ class Opt:
         return f"Opt({self.op!r}, {self.axis}, {self.arg!r})"
 
 
-@record(frozen=True)
+@record(frozen=True, slots=True)  # (slots: its hash is kept; it is in every kernel's cache key)
 class Target:
     """What the optimizer knows of the device a kernel will run on (the runtime's device says: CPUDevice.target).
 
