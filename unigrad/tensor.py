@@ -1557,13 +1557,19 @@ class Tensor(
         the size of the dim at its position (tinygrad's reshape(None, -1)). A shape of another element count raises
         flavor.shape_arg_error (tinygrad ValueError, torch RuntimeError)."""
         new, cur = _shape_arg(shape), self.shape
-        if all(s.__class__ is int and s >= 0 for s in new) and all(c.__class__ is int for c in cur):
-            # plain sizes, nothing to infer (most reshapes): the checks below on ints
-            if math.prod(new) != math.prod(cur):
-                raise flavor.current().shape_arg_error(
-                    f"reshape: shape {list(new)} is invalid for input of size {math.prod(cur)} (shape {cur})"
-                )
-            return self if new == cur else self._new(UOp(Ops.RESHAPE, (self.uop, UOp.shape_src(new))))
+        if all(s.__class__ is int and s >= -1 for s in new) and all(c.__class__ is int for c in cur):
+            # plain sizes, at most one -1 to infer (most reshapes: x.reshape(-1, d)): the checks below on ints
+            numel = math.prod(cur)
+            if -1 in new:
+                known = -math.prod(new)  # (the product of the others: one -1 among them)
+                if new.count(-1) == 1 and known > 0 and numel % known == 0:
+                    new = tuple(numel // known if s == -1 else s for s in new)
+            if -1 not in new:
+                if math.prod(new) != numel:
+                    raise flavor.current().shape_arg_error(
+                        f"reshape: shape {list(new)} is invalid for input of size {numel} (shape {cur})"
+                    )
+                return self if new == cur else self._new(UOp(Ops.RESHAPE, (self.uop, UOp.shape_src(new))))
         if any(s is None for s in new):
             if any(s is None for s in new[self.ndim :]):
                 raise flavor.current().shape_arg_error(f"reshape: None in {new} keeps a dim {self.shape} lacks")
@@ -1611,12 +1617,15 @@ class Tensor(
         return t._new(UOp(Ops.EXPAND, (t.uop, UOp.shape_src(new))))
 
     def permute(self, *order: Any) -> Tensor:
-        o = tuple(_norm_axis("permute", a, self.ndim) for a in _shape_arg(order))
-        if sorted(o) != list(range(self.ndim)):
-            raise RuntimeError(
-                f"permute: order {tuple(_shape_arg(order))} is not a permutation of the {self.ndim} dims of {self.shape}"
-            )
-        if o == tuple(range(self.ndim)):
+        nd, given = len(self.uop.shape), _shape_arg(order)
+        if all(a.__class__ is int and -nd <= a < nd for a in given):  # (the common case: ints in range)
+            o = tuple(a + nd if a < 0 else a for a in given)
+        else:
+            o = tuple(_norm_axis("permute", a, nd) for a in given)
+        identity = tuple(range(nd))
+        if tuple(sorted(o)) != identity:
+            raise RuntimeError(f"permute: order {tuple(given)} is not a permutation of the {nd} dims of {self.shape}")
+        if o == identity:
             return self
         return self._new(UOp(Ops.PERMUTE, (self.uop,), o))
 

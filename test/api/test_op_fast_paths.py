@@ -245,3 +245,33 @@ def test_no_grad_results_do_not_require_grad():
         np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-6)
     finally:
         Tensor.no_grad = False
+
+
+@pytest.mark.parametrize("shape", [(-1, 384), (6, -1), (-1,), (2, -1, 3, 64), (66, 384)])
+def test_reshape_infers_one_size(shape):
+    x = np.arange(6 * 11 * 384, dtype=np.float32).reshape(6, 11, 384)
+    t = Tensor(x).realize()
+    out = t.reshape(*shape)
+    assert out.shape == x.reshape(*shape).shape
+    np.testing.assert_array_equal(out.numpy(), x.reshape(*shape))
+    assert made_by(lambda: t.reshape(*shape)) == 1
+
+
+@pytest.mark.parametrize("shape,error", [((-1, -1), "only one dimension"), ((5, -1), "invalid"), ((0, -1), "invalid"),
+                                         ((-1, 0), "invalid")])  # fmt: skip
+def test_reshape_refuses_what_it_cannot_infer(shape, error):
+    with pytest.raises((RuntimeError, ValueError), match=error):
+        Tensor.rand(6, 11, 384).reshape(*shape)
+    with pytest.raises((RuntimeError, ValueError)):  # 0 elements: -1 could be any size (torch refuses too)
+        Tensor.rand(0, 3).reshape(0, -1)
+    assert Tensor.rand(0, 3).reshape(-1, 3).shape == (0, 3)
+
+
+@pytest.mark.parametrize("order", [(1, 0, 2), (-1, 0, 1), (2, -2, 0), (0, 1, 2)])
+def test_permute_with_negative_axes(order):
+    x = np.random.default_rng(10).standard_normal((2, 3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(Tensor(x).permute(*order).numpy(), np.transpose(x, [a % 3 for a in order]))
+    with pytest.raises(RuntimeError, match="not a permutation"):
+        Tensor(x).permute(0, 0, 1)
+    with pytest.raises(IndexError, match="permute: dimension out of range"):
+        Tensor(x).permute(0, 1, 3)
