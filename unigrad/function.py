@@ -25,7 +25,7 @@ from unigrad.ir.args import FunctionArg, ParamArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
 from unigrad.runtime import realize as rt
-from unigrad.tensor import Tensor
+from unigrad.tensor import Tensor, graph_tensor
 
 __all__ = ["function"]
 
@@ -97,6 +97,7 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
         self.precompile = precompile
         self.backward = backward
         self.traces: dict[Any, Traced] = {}
+        self._args: dict[tuple[Any, ...], FunctionArg] = {}  # the FUNCTION nodes' args, by (name, precompile, rule, fixed)
         self.fxn: Callable[..., Any] | None = None
         if fxn is not None:
             self._wrap(fxn)
@@ -153,7 +154,10 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
     def _node(self, traced: Traced, args: tuple[UOp, ...], fixed: bool = False) -> UOp:
         """The FUNCTION node of a call of `traced` on `args` (a precompiled one registered for the scheduler);
         fixed: traced from the Tensors' kinds alone (FunctionArg.fixed)."""
-        fn = UOp(Ops.FUNCTION, (traced.body, *args), FunctionArg(self.name, self.precompile, traced.rule, fixed))
+        key = (self.name, self.precompile, traced.rule, fixed)
+        if (arg := self._args.get(key)) is None:  # one FunctionArg per kind of call: its hash is computed once
+            arg = self._args[key] = FunctionArg(self.name, self.precompile, traced.rule, fixed)
+        fn = UOp(Ops.FUNCTION, (traced.body, *args), arg)
         if self.precompile:
             rt.precompiled.add(fn)
         return fn
@@ -191,8 +195,8 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
         name = self.name
 
         def rule(out_grads: tuple[UOp | None, ...], args: tuple[UOp, ...]) -> tuple[UOp | None, ...]:
-            f_args, f_kwargs = tree_fill(structure, [Tensor(a, device=d) for a, d in zip(args, in_devices)])
-            gs = [None if g is None else Tensor(g, device=d) for g, d in zip(out_grads, out_devices)]
+            f_args, f_kwargs = tree_fill(structure, [graph_tensor(a, d) for a, d in zip(args, in_devices)])
+            gs = [None if g is None else graph_tensor(g, d) for g, d in zip(out_grads, out_devices)]
             res = backward(gs[0] if len(gs) == 1 else gs, *f_args, **f_kwargs)
             res = res if isinstance(res, (tuple, list)) else (res,)
             if len(res) != len(args):

@@ -282,6 +282,15 @@ _weakref = weakref.ref
 _MADE_PRUNE = 4096  # entries before a realize that writes nothing drops the dead and realized ones
 
 
+def graph_tensor(u: UOp, device: str | tuple[str, ...]) -> Tensor:
+    """A Tensor over a graph the library built (a gradient rule's operands: the function's arguments and the
+    output's gradient), without the constructor's parsing and not registered as a tensor of the user's: it is
+    read and dropped by the rule. Its results, made by Tensor ops, are tensors as any."""
+    t = object.__new__(Tensor)
+    t.uop, t.device, t._requires_grad, t.grad = u, device, None, None
+    return t
+
+
 def _buffer_under(u: UOp) -> UOp:
     """The BUFFER a view (of an assign, of an assign ...) of a buffer looks at."""
     u = view_base(u)
