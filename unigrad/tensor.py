@@ -1729,6 +1729,21 @@ class Tensor(
         return mask.where(out, Tensor(value, dtype=self.dtype, device=self.device))
 
     def shrink(self, arg: Sequence[tuple[int, int] | None]) -> Tensor:
+        shape = self.uop.shape
+        if len(arg) == len(shape):  # the common case, int bounds within int sizes: checked and built inline
+            starts, sizes, whole = [], [], True
+            for a, s in zip(arg, shape):
+                b, e = (0, s) if a is None else a if a.__class__ is tuple and len(a) == 2 else (None, None)
+                if not (b.__class__ is int and e.__class__ is int and s.__class__ is int and 0 <= b <= e <= s):
+                    break
+                starts.append(b)
+                sizes.append(e - b)
+                whole = whole and b == 0 and e == s
+            else:
+                if whole:
+                    return self
+                src = (self.uop, UOp.shape_src(tuple(starts)), UOp.shape_src(tuple(sizes)))
+                return self._new(UOp(Ops.SHRINK, src))
         bounds = [(0, s) if a is None else tuple(a) for a, s in zip(arg, self.shape)]
         if len(arg) != self.ndim or any(
             not (0 <= b <= e <= s)

@@ -275,3 +275,17 @@ def test_permute_with_negative_axes(order):
         Tensor(x).permute(0, 0, 1)
     with pytest.raises(IndexError, match="permute: dimension out of range"):
         Tensor(x).permute(0, 1, 3)
+
+
+def test_shrink_and_chunk():
+    x = np.arange(3 * 4 * 10, dtype=np.float32).reshape(3, 4, 10)
+    t = Tensor(x).realize()
+    np.testing.assert_array_equal(t.shrink(((1, 3), None, (2, 7))).numpy(), x[1:3, :, 2:7])
+    np.testing.assert_array_equal(t.shrink(([1, 3], None, [2, 7])).numpy(), x[1:3, :, 2:7])  # lists: the general path
+    assert t.shrink((None, (0, 4), None)) is t
+    assert made_by(lambda: t.shrink(((0, 1), None, None))) == 1
+    for got, want in zip(t.chunk(3, dim=-1), np.array_split(x, [4, 8], axis=-1)):
+        np.testing.assert_array_equal(got.numpy(), want)
+    for bad in [((0, 4), None, None), ((2, 1), None, None), ((-1, 2), None, None)]:
+        with pytest.raises(RuntimeError, match="shrink: bounds"):
+            t.shrink(bad)
