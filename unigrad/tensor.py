@@ -2478,7 +2478,9 @@ class Tensor(
             self.uop = out.cast(self.dtype).uop
             self._requires_grad = True
             return self
-        return self.assign(out).realize()
+        written = self.assign(out)
+        del out  # (held, the torch flavor would compute it as a value of its own: a second kernel and a copy)
+        return written.realize()
 
     def __iadd__(self, x: Tensor | ConstType) -> Tensor:
         return self._inplace(Tensor.add, x, "add_")

@@ -73,6 +73,23 @@ def test_inplace_writes_the_buffer_views_see():
     np.testing.assert_allclose(x.numpy(), (np.arange(6) + 1) * 2 - 1)
 
 
+@pytest.mark.parametrize("op", ["add_", "mul_", "sub_", "clamp_"])
+def test_inplace_op_on_a_realized_tensor_is_one_kernel(op):
+    """An elementwise in-place op reading its target at the element it writes runs in place: one kernel, no value
+    computed into a buffer of its own and copied (the torch flavor computes tensors a user holds: the op's own
+    out-of-place result is not one). An SGD loop's p.data.add_(g, alpha=-lr) is one kernel per parameter."""
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((7, 33)).astype(np.float32), rng.standard_normal((7, 33)).astype(np.float32)
+    x, g = Tensor(a).realize(), Tensor(b).realize()
+    args = {"add_": ((g,), {"alpha": -0.5}), "mul_": ((g,), {}), "sub_": ((2.0,), {}), "clamp_": ((-0.5, 0.5), {})}
+    want = {"add_": a - 0.5 * b, "mul_": a * b, "sub_": a - 2.0, "clamp_": np.clip(a, -0.5, 0.5)}[op]
+    before = rt.stats.kernels
+    pos, kw = args[op]
+    out = getattr(x, op)(*pos, **kw)
+    assert out is x and rt.stats.kernels - before == 1
+    np.testing.assert_allclose(x.numpy(), want, rtol=1e-6)
+
+
 def test_inplace_chains_and_unrealized_targets():
     z = Tensor.zeros(3)  # no buffer yet: one is made for it
     z += Tensor([1.0, 2.0, 3.0])
