@@ -289,3 +289,44 @@ def test_shrink_and_chunk():
     for bad in [((0, 4), None, None), ((2, 1), None, None), ((-1, 2), None, None)]:
         with pytest.raises(RuntimeError, match="shrink: bounds"):
             t.shrink(bad)
+
+
+def test_reading_a_view_of_a_buffer_runs_no_kernel(tmp_path):
+    """numpy()/item() of movement ops over a filled CPU buffer copy the view out on the host: no kernel."""
+    from unigrad.runtime import realize as rt
+
+    x = np.random.default_rng(11).standard_normal((4, 5, 6)).astype(np.float32)
+    t = Tensor(x).realize()
+    views = [
+        (lambda: t[1:3, :, 1], x[1:3, :, 1]),
+        (lambda: t.permute(2, 0, 1)[1], x.transpose(2, 0, 1)[1]),
+        (lambda: t.flip(1), x[:, ::-1]),
+        (lambda: t[0:1].expand(3, 5, 6), np.broadcast_to(x[0:1], (3, 5, 6))),
+        (lambda: t.T.reshape(-1), x.T.reshape(-1)),
+        (lambda: t[:, 1:2, 2:4].reshape(8), x[:, 1:2, 2:4].reshape(8)),
+        (lambda: t[0:0], x[0:0]),
+    ]
+    for make, want in views:
+        v = make()
+        before = rt.stats.kernels
+        got = v.numpy()
+        assert rt.stats.kernels == before and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    assert t[2, 3, 4].item() == float(x[2, 3, 4])
+    got = t[1].numpy()
+    got[:] = 0  # a copy: the buffer keeps its values
+    np.testing.assert_array_equal(t.numpy(), x)
+
+
+def test_reading_a_view_after_a_pending_write_and_of_other_buffers(tmp_path):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = Tensor(x).realize()
+    t[0].assign(Tensor(np.full(4, -1.0, np.float32)))  # pending until read
+    np.testing.assert_array_equal(t[0:2, 1:3].numpy(), np.array([[-1, -1], [5, 6]], np.float32))
+    b = Tensor(x).cast(dtypes.bfloat16).realize()  # no numpy dtype: copied by a kernel, as float32
+    np.testing.assert_array_equal(b[1:, 2].numpy(), x[1:, 2])
+    path = tmp_path / "blob.bin"
+    path.write_bytes(np.arange(16, dtype=np.uint8).tobytes())
+    d = Tensor(path)  # the file on the DISK device
+    np.testing.assert_array_equal(d[4:8].numpy(), np.arange(4, 8, dtype=np.uint8))
+    np.testing.assert_array_equal(d.reshape(4, 4)[1:3, ::-1].numpy(), np.arange(16, dtype=np.uint8).reshape(4, 4)[1:3, ::-1])

@@ -62,6 +62,12 @@ class DiskAllocator(CPUAllocator):
         buf._handle = (fm, fm.array.ctypes.data, self.path)
         GlobalCounters.allocated(buf.nbytes)
 
+    def host_view(self, handle: Any, nbytes: int) -> np.ndarray:
+        """The file's mapped bytes (its handle is (FileMapping, address, path)), or another buffer's memory."""
+        if len(handle) == 3:
+            return handle[0].array.view(np.uint8)[:nbytes]
+        return super().host_view(handle, nbytes)
+
     def free(self, handle: Any, nbytes: int) -> None:
         if len(handle) == 3:  # the file: its writes are in the page cache; unmapped when the mapping is collected
             return
