@@ -97,7 +97,8 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
         self.precompile = precompile
         self.backward = backward
         self.traces: dict[Any, Traced] = {}
-        self._args: dict[tuple[Any, ...], FunctionArg] = {}  # the FUNCTION nodes' args, by (name, precompile, rule, fixed)
+        # the FUNCTION nodes' args, by (name, precompile, rule, fixed)
+        self._args: dict[tuple[Any, ...], FunctionArg] = {}
         self.fxn: Callable[..., Any] | None = None
         if fxn is not None:
             self._wrap(fxn)

@@ -329,4 +329,6 @@ def test_reading_a_view_after_a_pending_write_and_of_other_buffers(tmp_path):
     path.write_bytes(np.arange(16, dtype=np.uint8).tobytes())
     d = Tensor(path)  # the file on the DISK device
     np.testing.assert_array_equal(d[4:8].numpy(), np.arange(4, 8, dtype=np.uint8))
-    np.testing.assert_array_equal(d.reshape(4, 4)[1:3, ::-1].numpy(), np.arange(16, dtype=np.uint8).reshape(4, 4)[1:3, ::-1])
+    np.testing.assert_array_equal(
+        d.reshape(4, 4)[1:3, ::-1].numpy(), np.arange(16, dtype=np.uint8).reshape(4, 4)[1:3, ::-1]
+    )
