@@ -289,7 +289,7 @@ def _view_values(u: UOp) -> np.ndarray | None:
     """The values of a view of a filled buffer (movement ops over a BUFFER) copied out on the host, where the device
     lets the host address the buffer (CPU): the same movements as numpy views of its memory (offsets and strides, no
     arithmetic), then one copy. `data[i].item()` reads its element without a kernel, a schedule and a temporary
-    buffer (~130 us -> ~10). None where it does not apply (another device, symbolic sizes, a dtype numpy lacks, a
+    buffer (~130 us -> ~20). None where it does not apply (another device, symbolic sizes, a dtype numpy lacks, a
     buffer never allocated): numpy() then copies the view with a kernel."""
     chain = []
     while u.op in _HOST_VIEWS:
