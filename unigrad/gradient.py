@@ -377,10 +377,12 @@ def compute_gradient(
         rule = GRADIENT_RULES.get(u.op)
         if rule is None:
             raise NotImplementedError(f"gradient: no rule for {u.op.name} (shape {u.shape}, dtype {u.dtype})")
-        terms = expand_terms.get(u, []) if u.op is Ops.EXPAND and g is grads[u] and g is not root_grad else []
-        chunks = [terms[i : i + EXPAND_TERMS] for i in range(0, len(terms), EXPAND_TERMS)]
-        for chunk in chunks if len(terms) > EXPAND_TERMS else [[g]]:
-            accumulate(u.src, rule(functools.reduce(add, chunk), u))
+        terms = expand_terms.get(u, ()) if u.op is Ops.EXPAND and g is grads[u] and g is not root_grad else ()
+        if len(terms) > EXPAND_TERMS:
+            for i in range(0, len(terms), EXPAND_TERMS):
+                accumulate(u.src, rule(functools.reduce(add, terms[i : i + EXPAND_TERMS]), u))
+        else:
+            accumulate(u.src, rule(g, u))
     return {t: grads[t] for t in targets if t in grads}
 
 
