@@ -2332,14 +2332,14 @@ class Tensor(
     # ---------------------------------------------------------------- matmul (the spec's gemm composition)
     def dot(self, w: Tensor) -> Tensor:
         """Matrix product as the spec writes gemm: (A.reshape(M,K,1) * B.reshape(1,K,N)).sum(1), batched."""
-        if self.ndim == 0 or w.ndim == 0:
-            raise RuntimeError(f"matmul: both arguments need at least 1 dimension, got {self.shape} and {w.shape}")
-        x = self.unsqueeze(0) if self.ndim == 1 else self
-        y = w.unsqueeze(-1) if w.ndim == 1 else w
-        if x.shape[-1] != y.shape[-2]:
-            raise RuntimeError(
-                f"matmul: shapes {self.shape} and {w.shape} cannot be multiplied ({x.shape[-1]} != {y.shape[-2]})"
-            )
+        xs, ws = self.uop.shape, w.uop.shape
+        if not xs or not ws:
+            raise RuntimeError(f"matmul: both arguments need at least 1 dimension, got {xs} and {ws}")
+        x = self.unsqueeze(0) if len(xs) == 1 else self
+        y = w.unsqueeze(-1) if len(ws) == 1 else w
+        k, k2 = xs[-1], y.uop.shape[-2]
+        if k != k2:
+            raise RuntimeError(f"matmul: shapes {xs} and {ws} cannot be multiplied ({k} != {k2})")
         dt = promote_types(x.dtype, y.dtype)
         acc = dtypes.float32 if dt in (dtypes.float16, dtypes.bfloat16) else dt  # 16-bit: float32 sums, one rounding
         y = y._packed_for_matmul(x)
@@ -2347,9 +2347,9 @@ class Tensor(
         out = x._gemm(y, dt)
         if out is None:
             out = (x.unsqueeze(-1).cast(acc) * y.unsqueeze(-3).cast(acc)).sum(-2, dtype=acc).cast(dt)
-        if self.ndim == 1:
+        if len(xs) == 1:
             out = out.squeeze(-2)
-        if w.ndim == 1:
+        if len(ws) == 1:
             out = out.squeeze(-1)
         return out
 
@@ -2394,11 +2394,12 @@ class Tensor(
         per element and, at a power-of-two row length, every line in the same few cache sets (a.T @ a at 2048:
         358 -> 126 ms with the copy)."""
         u = self.uop
-        if u.op is not Ops.PERMUTE or u.arg[-1] == self.ndim - 1 or not _is_buffer_view(u.src[0]):
+        if u.op is not Ops.PERMUTE or u.arg[-1] == len(u.arg) - 1 or not _is_buffer_view(u.src[0]):
             return self
-        if not all(isinstance(d, int) for d in self.shape) or self.shape[-2] < PACK_MIN_ROWS:
+        shape = u.shape
+        if not all(isinstance(d, int) for d in shape) or shape[-2] < PACK_MIN_ROWS:
             return self
-        return self.contiguous() if math.prod(self.shape) * self.dtype.itemsize >= PACK_MIN_BYTES else self
+        return self.contiguous() if math.prod(shape) * u.dtype.itemsize >= PACK_MIN_BYTES else self
 
     def _packed_for_matmul(self, x: Tensor) -> Tensor:
         """B of a big x @ B (K, N) (or a batch of them), the same values read through a packed copy: panels of
@@ -2406,14 +2407,15 @@ class Tensor(
         vector loads of B then walk one contiguous panel instead of rows N elements apart (2048^3: 147 -> 90 ms with
         cache blocking), or, for a transposed B (q @ k^T), instead of gathering each vector from N rows (16 x
         512 x 64 by 64 x 512: 12.8 -> 5.3 ms)."""
-        if self.ndim < 2 or not all(isinstance(d, int) for d in (*self.shape, *x.shape)):
-            return self
-        *batch, k, n = self.shape
-        # rows of x each B meets: all of x's for one B, one matrix's for a batch of Bs (attention's q @ k^T)
-        m = math.prod(x.shape[:-1]) if not batch else x.shape[-2] if x.ndim >= 2 else 1
-        size = math.prod(self.shape) * self.dtype.itemsize
         u = self.uop
-        transposed = u.op is Ops.PERMUTE and u.arg[-1] != self.ndim - 1 and _is_buffer_view(u.src[0])
+        shape, xshape = u.shape, x.uop.shape
+        if len(shape) < 2 or not all(d.__class__ is int for d in (*shape, *xshape)):
+            return self
+        *batch, k, n = shape
+        # rows of x each B meets: all of x's for one B, one matrix's for a batch of Bs (attention's q @ k^T)
+        m = math.prod(xshape[:-1]) if not batch else xshape[-2] if len(xshape) >= 2 else 1
+        size = math.prod(shape) * u.dtype.itemsize
+        transposed = u.op is Ops.PERMUTE and u.arg[-1] != len(shape) - 1 and _is_buffer_view(u.src[0])
         if (
             transposed
             and m >= PACK_T_MIN_ROWS

@@ -743,9 +743,9 @@ class MovementMixin:
                     f"got {sizes}"
                 )
         out = []
-        start = 0
+        start, before, after = 0, (None,) * d, (None,) * (self.ndim - d - 1)
         for s in sizes:
-            out.append(self.shrink(tuple((start, start + s) if i == d else None for i in range(self.ndim))))
+            out.append(self.shrink((*before, (start, start + s), *after)))
             start += s
         return tuple(out)
 

@@ -232,11 +232,12 @@ class NNMixin:
     # ---------------------------------------------------------------- layers as functions
     def linear(self: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         """x @ weight + bias, with weight of shape (in, out) as tinygrad's Tensor.linear (1-D: elementwise)."""
-        if weight.ndim == 2 and self.ndim > 2 and all(isinstance(d, int) for d in self.shape):
+        shape, w_shape = self.uop.shape, weight.uop.shape
+        if len(w_shape) == 2 and len(shape) > 2 and all(isinstance(d, int) for d in shape):
             # the leading dims as one (as torch's GEMM sees them): a kernel tiles 6 x 11 tokens as 66 rows
-            x = self.reshape(-1, self.shape[-1]).dot(weight).reshape(*self.shape[:-1], weight.shape[1])
+            x = self.reshape(-1, shape[-1]).dot(weight).reshape(*shape[:-1], w_shape[1])
         else:
-            x = self * weight if weight.ndim == 1 else self.dot(weight)
+            x = self * weight if len(w_shape) == 1 else self.dot(weight)
         return x if bias is None else x + bias
 
     def layernorm(self: Tensor, axis: int | tuple[int, ...] = -1, eps: float = 1e-5) -> Tensor:
