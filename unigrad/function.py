@@ -117,19 +117,20 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
                 raise TypeError("function(...): decorate a function, e.g. @function(precompile=True)")
             self._wrap(args[0])
             return self
-        fast = None if kwargs else _plain_key(args)
-        if fast is not None:  # Tensors and plain scalars: no structure to walk while the trace is known
-            key, tensors = fast
-            if (traced := self.traces.get(key)) is None:
-                traced = self.traces[key] = self._trace(tree_flatten((args, {}), _is_tensor, dedupe=True)[0], tensors)
+        # Tensors and plain scalars: keyed without walking a structure, flattened only to trace
+        structure, plain = None, None if kwargs else _plain_key(args)
+        if plain is not None:
+            key, tensors = plain
         else:
             structure, tensors = tree_flatten((args, kwargs), _is_tensor, dedupe=True)
             key = self._key(structure, tensors)
-            traced = self.traces.get(key) if key is not None else None
-            if traced is None:
-                traced = self._trace(structure, tensors)
-                if key is not None:
-                    self.traces[key] = traced
+        traced = self.traces.get(key) if key is not None else None
+        if traced is None:
+            if structure is None:
+                structure = tree_flatten((args, kwargs), _is_tensor, dedupe=True)[0]
+            traced = self._trace(structure, tensors)
+            if key is not None:
+                self.traces[key] = traced
         fn = self._node(traced, tuple(t.uop for t in tensors))
         outs = []
         for i, device in enumerate(traced.devices):

@@ -1394,9 +1394,9 @@ class Tensor(
             return Tensor(
                 UOp(Ops.RESHAPE, (UOp(Ops.DETACH, (u.src[0],)), u.src[1])), device=self.device, requires_grad=False
             )
-        t = object.__new__(Tensor)  # (Tensor(DETACH, requires_grad=False) without the constructor's parsing)
-        t.uop, t.device, t._requires_grad, t.grad = UOp(Ops.DETACH, (u,)), self.device, False, None
-        _made.append(_weakref(t))
+        t = graph_tensor(UOp(Ops.DETACH, (u,)), self.device)  # (Tensor(..., requires_grad=False) without parsing)
+        t._requires_grad = False
+        _made.append(_weakref(t))  # registered as the user's tensor, as _new does
         if _binding:
             _bind_checks(t.uop)
         return t
@@ -1857,26 +1857,34 @@ class Tensor(
     def _alu(self, op: Ops, *srcs: Tensor) -> Tensor:
         return self._new(UOp(op, (self.uop, *(s.uop for s in srcs))), *srcs)
 
-    def _binop(self, op: Ops, other: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
+    def _plain_operands(self, other: Tensor | ConstType, name: str) -> tuple[UOp, UOp] | None:
+        """The hot path of a binary op: this tensor's UOp and the other operand's, of one dtype and shape, when
+        nothing is promoted: a tensor of this dtype on this device (both broadcast: a bias, a row of statistics),
+        or a Python number a float tensor (or an int an int tensor) keeps its dtype for. None otherwise (the
+        general path: _broadcasted)."""
         u = self.uop
-        # the result's dtype is the operands' for the arithmetic ops (a comparison's is bool: derived)
-        if other.__class__ is Tensor:  # the hot path: same shape, dtype and device, nothing to broadcast or promote
+        if other.__class__ is Tensor:
             v = other.uop  # type: ignore[union-attr]
-            if u.shape == v.shape and (dt := u.dtype) is v.dtype and other.device == self.device:  # type: ignore[union-attr]
-                srcs = (v, u) if reverse else (u, v)
-                return self._new(UOp.elementwise(op, srcs, dt if op in _SAME_DTYPE else None), other)  # type: ignore[arg-type]
-            if u.dtype is v.dtype and other.device == self.device:  # type: ignore[union-attr]
-                # shapes differ (a bias, a row of statistics): both sides' RESHAPE/EXPAND and the op, one tensor
-                shape = _broadcast_shape(name, u.shape, v.shape)
-                u, v = _broadcast_uop(u, shape), _broadcast_uop(v, shape)
-                return self._new(UOp(op, (v, u) if reverse else (u, v)), other)  # type: ignore[arg-type]
-        elif (
+            if u.dtype is not v.dtype or other.device != self.device:  # type: ignore[union-attr]
+                return None
+            if u.shape == v.shape:
+                return u, v
+            shape = _broadcast_shape(name, u.shape, v.shape)
+            return _broadcast_uop(u, shape), _broadcast_uop(v, shape)
+        if (
             (other.__class__ is float or other.__class__ is int)
-            and (dt := u.dtype).is_float
-            or (other.__class__ is int and (dt := u.dtype).kind in "iu")
-        ):  # a float or an int tensor keeps its dtype (a Python int is no higher kind than an int tensor)
-            c = _const_uop(other, dt, u.shape)
-            return self._new(UOp.elementwise(op, (c, u) if reverse else (u, c), dt if op in _SAME_DTYPE else None))
+            and u.dtype.is_float
+            or (other.__class__ is int and u.dtype.kind in "iu")
+        ):  # (a Python int is no higher kind than an int tensor)
+            return u, _const_uop(other, u.dtype, u.shape)  # type: ignore[arg-type]
+        return None
+
+    def _binop(self, op: Ops, other: Tensor | ConstType, name: str, reverse: bool = False) -> Tensor:
+        if (plain := self._plain_operands(other, name)) is not None:
+            u, v = plain
+            # the result's dtype is the operands' for the arithmetic ops (a comparison's is bool: derived)
+            out = UOp.elementwise(op, (v, u) if reverse else (u, v), u.dtype if op in _SAME_DTYPE else None)
+            return self._new(out, other) if other.__class__ is Tensor else self._new(out)  # type: ignore[arg-type]
         x, y = self._broadcasted(other, name, reverse)
         return x._alu(op, y)
 
@@ -1916,20 +1924,12 @@ class Tensor(
         return self._float()._alu(Ops.RECIP)
 
     def div(self, other: Tensor | ConstType, reverse: bool = False, rounding_mode: str | None = None) -> Tensor:
-        if rounding_mode is None and (u := self.uop).dtype.is_float:
-            # the common case, a float divided by a float of its dtype or a Python number: x * reciprocal(y) (the
-            # nodes of the general path below) as one tensor
-            if other.__class__ is Tensor:
-                v = other.uop  # type: ignore[union-attr]
-                if v.dtype is u.dtype and other.device == self.device:  # type: ignore[union-attr]
-                    shape = u.shape if u.shape == v.shape else _broadcast_shape("div", u.shape, v.shape)
-                    u, v = _broadcast_uop(u, shape), _broadcast_uop(v, shape)
-                    x, y = (v, u) if reverse else (u, v)
-                    return self._new(UOp.elementwise(Ops.MUL, (x, UOp(Ops.RECIP, (y,))), u.dtype), other)  # type: ignore[arg-type]
-            elif other.__class__ is float or other.__class__ is int:
-                c = _const_uop(other, u.dtype, u.shape)  # type: ignore[arg-type]
-                x, y = (c, u) if reverse else (u, c)
-                return self._new(UOp.elementwise(Ops.MUL, (x, UOp(Ops.RECIP, (y,))), u.dtype))
+        if rounding_mode is None and self.uop.dtype.is_float and (plain := self._plain_operands(other, "div")):
+            # a float divided by a float of its dtype or a Python number: x * reciprocal(y) (the nodes of the general
+            # path below) as one tensor
+            x, y = plain[::-1] if reverse else plain
+            out = UOp.elementwise(Ops.MUL, (x, UOp(Ops.RECIP, (y,))), x.dtype)
+            return self._new(out, other) if other.__class__ is Tensor else self._new(out)  # type: ignore[arg-type]
         if rounding_mode is not None:
             self._check_divisor(other, reverse, "div")
         x, y = self._broadcasted(other, "div", reverse)
@@ -2212,12 +2212,8 @@ class Tensor(
     def _reduce(self, op: Ops, axis: int | Sequence[int] | None, keepdim: bool, name: str) -> Tensor:
         u = self.uop
         shape = u.shape
-        if axis.__class__ is int and -len(shape) <= axis < len(shape):  # (the common case: one dim, in range)
-            axes: tuple[int, ...] = (axis % len(shape),)  # type: ignore[operator]
-        else:
-            axes = self._axes(axis, name)
-            if not axes:  # nothing to reduce (a 0-d tensor, or axis=())
-                return self
+        if not (axes := self._axes(axis, name)):  # nothing to reduce (a 0-d tensor, or axis=())
+            return self
         split = self._split_reduce(op, axes)
         if split is not None:
             return split if keepdim else split.reshape(tuple(s for i, s in enumerate(shape) if i not in axes))
@@ -2375,17 +2371,9 @@ class Tensor(
             return None
         xe, ye = (*xs, 1), (*ys[:-2], 1, *ys[-2:])
         full = _broadcast_shape("mul", xe, ye)
-        srcs = []
-        for w, have in ((u, xe), (v, ye)):
-            w = UOp(Ops.RESHAPE, (w, UOp.shape_src(have)))
-            if len(have) < len(full):  # (_broadcast_to's steps)
-                have = (1,) * (len(full) - len(have)) + have
-                w = UOp(Ops.RESHAPE, (w, UOp.shape_src(have)))
-            if have != full:
-                w = UOp(Ops.EXPAND, (w, UOp.shape_src(full)))
-            srcs.append(w)
+        srcs = tuple(_broadcast_uop(UOp(Ops.RESHAPE, (w, UOp.shape_src(have))), full) for w, have in ((u, xe), (v, ye)))
         axis = len(full) - 2
-        r = UOp(Ops.REDUCE, (UOp(Ops.MUL, tuple(srcs)),), ReduceArg(Ops.ADD, (axis,)))
+        r = UOp(Ops.REDUCE, (UOp(Ops.MUL, srcs),), ReduceArg(Ops.ADD, (axis,)))
         return self._new(UOp(Ops.RESHAPE, (r, UOp.shape_src((*full[:axis], full[-1])))), y)
 
     def _rows_for_matmul(self) -> Tensor:

@@ -369,6 +369,7 @@ def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
     outputs = [r for r in _output_chain(sink) if r.arg.axis_type is AxisType.LOOP]
     reduces = [r for r in rs if r.arg.axis_type is AxisType.REDUCE]
     work = _work(sink, rs)
+    costly = sum(_costly(u) for u in sink.toposort())  # transcendentals in the body
     opts: list[Opt] = []
     blocks: int | None = None
     whole: list[bool] = []
@@ -404,8 +405,8 @@ def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
         else:
             acc = SPLIT_ACC
         n_r = sizes[rs.index(r)]
-        cheap = not any(_costly(u) for u in sink.toposort())  # padded lanes of a costly body stay scalar copies
-        if acc > 1 and n_r % acc and n_r >= 4 * acc and target.masked_tails and cheap and not _stays_scalar(sink):
+        # (padded lanes of a costly body stay scalar copies)
+        if acc > 1 and n_r % acc and n_r >= 4 * acc and target.masked_tails and not costly and not _stays_scalar(sink):
             padded = -(-n_r // acc) * acc
             if (padded - n_r) * PAD_WASTE <= n_r:
                 # a row of 1000 (a vocabulary's log-softmax) in one accumulator ran at a tenth of the split speed:
@@ -439,7 +440,6 @@ def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
                 and sizes[rs.index(store)] > TRANSPOSE_ROWS
             ):
                 split(store, TRANSPOSE_ROWS, AxisType.UPCAST)  # a block: each store line gets several elements
-    costly = sum(_costly(u) for u in sink.toposort())
     if threads > 1 and outputs and work * (1 + COSTLY_ITERATIONS * costly) >= MIN_THREAD_WORK:
         n = sizes[rs.index(outputs[0])]
         # one chunk per core (matmul-like: each core keeps its panel of the output), else chunks of at most
