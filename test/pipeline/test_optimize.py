@@ -719,3 +719,33 @@ def test_heuristics_bound_the_copies_of_a_big_body() -> None:
     (opt,) = hand_coded_opts(ast, avx512(2))
     assert opt.arg[1] is R and opt.arg[0] < 32
     np.testing.assert_allclose(run(ast, bufs, None, "CPU"), zn.sum(1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("width", [256, 51, 1])
+def test_pieces_gated_by_an_outer_axis_are_vector_code(width: int) -> None:
+    """The gradient of 35 slices x[t] of a (35, 20, width) tensor is a sum of 35 pads: each element's 35 loads are
+    gated by the time step alone, one bool for all lanes of the innermost axis, so the kernel still takes vector
+    lanes (it stayed scalar: 35 scalar gated loads per element, an LSTM language model's 1.7 ms kernel). An odd
+    width stays scalar (padded lanes would join their gate to the step's, which isel leaves as scalar copies), as
+    does a width of 1. The result equals numpy's, and the gradient through slicing equals torch's."""
+    pieces = [realized(1, 20, width, device="CPU") for _ in range(35)]
+    total = pieces[0][0].pad(((0, 34), None, None))
+    for t, (p, _) in enumerate(pieces[1:], 1):
+        total = total + p.pad(((t, 34 - t), None, None))
+    ast, bufs = kernel_of(total, "CPU")
+    target = Target(2, 64, 32, masked_tails=True)
+    opts = hand_coded_opts(ast, target)
+    src = rt.lower("CPU", optimize(ast, target)).src
+    if width % 16 == 0:
+        assert _upcast_sizes(ast, opts) == {width: (16, U)}, opts
+        assert "float32_v16" in src, src[:2000]
+    else:
+        assert not opts and "float32_v" not in src, opts
+    np.testing.assert_array_equal(run(ast, bufs, tuple(opts), "CPU"), np.concatenate([a for _, a in pieces]).ravel())
+    x, xn = realized(35, 20, width, device="CPU")
+    w, wn = realized(35, 20, width, device="CPU")
+    xt = torch.tensor(xn, requires_grad=True)
+    sum(((xt[t] * torch.tensor(wn[t])).tanh()).sum() for t in range(35)).backward()
+    x.requires_grad_()
+    sum(((x[t] * w[t]).tanh()).sum() for t in range(35)).backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-5)

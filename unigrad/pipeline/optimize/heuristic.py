@@ -333,14 +333,22 @@ def _costly(u: UOp) -> bool:
     return u.op in GroupOp.Transcendental and not is_cheap_pow(u)
 
 
-def _stays_scalar(sink: UOp) -> bool:
+def _stays_scalar(sink: UOp, lanes_on: UOp | None = None) -> bool:
     """The kernel's lanes will stay scalar copies: a gated load (padding), or a load or store of bools (isel's
-    vector selection takes neither), so an UPCAST or UNROLL copies the body once per lane into the C source."""
+    vector selection takes neither), so an UPCAST or UNROLL copies the body once per lane into the C source.
+    lanes_on: the axis the lanes would take, on a target that renders gated vector loads (masked_tails); a gate that
+    does not depend on it is one bool for all lanes, a vector load or none (the pieces of a cat, or the gradient of
+    35 slices of a (35, 20, 256) tensor summed as pads: scalar, 35 gated loads per element took 1.7 ms)."""
     return any(
-        (u.op is Ops.LOAD and (len(u.src) == 3 or u.dtype is dtypes.bool))
+        (u.op is Ops.LOAD and (u.dtype is dtypes.bool or (len(u.src) == 3 and _lane_gate(u.src[2], lanes_on))))
         or (u.op is Ops.STORE and u.src[1].dtype is dtypes.bool)
         for u in sink.toposort()
     )
+
+
+def _lane_gate(gate: UOp, lanes_on: UOp | None) -> bool:
+    """A gate that may differ between the lanes of lanes_on (any gate when there is no such axis)."""
+    return lanes_on is None or lanes_on in gate.toposort()
 
 
 def _kernel_body(sink: UOp) -> int:
@@ -420,11 +428,12 @@ def hand_coded_opts(sink: UOp, target: Target) -> list[Opt]:
     elif outputs and len(sink.toposort()) <= MAX_VECTOR_BODY:  # vector lanes pay at any size (threads do not)
         r = outputs[-1]
         lanes = _vector_lanes(sink, r, target.vector_bytes)
-        scalar = _stays_scalar(sink)
-        if scalar and _kernel_body(sink) * lanes > SCALAR_BODY:
-            lanes = 0  # scalar lanes are one copy of the body each: an LSTM's gate backward (bool masks) was 6k lines
         if lanes > 1 and (other := _transpose_axis(sink, outputs)) is not None:
             r = other  # a transpose: lanes along the loads' contiguous axis, the stores scattered
+        # (lanes padded to whole vectors join their gate to such a gate: isel leaves that scalar, one copy per lane)
+        scalar = _stays_scalar(sink, r if target.masked_tails and sizes[rs.index(r)] % max(lanes, 1) == 0 else None)
+        if scalar and _kernel_body(sink) * lanes > SCALAR_BODY:
+            lanes = 0  # scalar lanes are one copy of the body each: an LSTM's gate backward (bool masks) was 6k lines
         n_r = sizes[rs.index(r)]
         if lanes > 1 and n_r % lanes and n_r > lanes and target.masked_tails and not scalar:
             # an odd size (an LSTM's 51 hidden units): padded to whole vectors, the last one's lanes past the end
