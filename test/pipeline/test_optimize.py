@@ -265,6 +265,53 @@ def test_thread_pool_serializes_callers_on_other_threads() -> None:
         np.testing.assert_array_equal(c, np.full(chunks, reps, dtype=np.int32))
 
 
+def test_thread_pool_wake_between_and_during_jobs() -> None:
+    """pool_wake (a realize calls it before scheduling, Device.wake) makes sleeping workers poll again; woken with no
+    job, they go back to sleep; wakes from another thread while jobs run neither lose nor repeat a chunk nor hang,
+    and a realize wakes its device."""
+    from unigrad.runtime import cpu_pool
+
+    lib = ctypes.CDLL(str(CCompiler().compile_to_path(COUNT_SRC)))
+    fn = ctypes.cast(lib.count_entry, ctypes.c_void_p)
+    p = pool(2)
+    chunks, reps = 13, 300
+    counts = np.zeros(chunks, dtype=np.int32)
+    bufs = (ctypes.c_void_p * 1)(counts.ctypes.data)
+    vals = (ctypes.c_longlong * 1)(0)
+    p.pool_spin(0)  # workers sleep at once: each job and each wake goes through the condition variable
+    try:
+        stop = threading.Event()
+
+        def waker() -> None:
+            while not stop.is_set():
+                cpu_pool.wake()
+
+        w = threading.Thread(target=waker)
+        w.start()
+        for i in range(reps):
+            if i % 7 == 0:
+                cpu_pool.wake()
+            p.pool_run(fn, bufs, vals, chunks)
+        stop.set()
+        w.join(timeout=60)
+        assert not w.is_alive()
+    finally:
+        from unigrad import config
+
+        p.pool_spin(max(0, int(config.POOL_SPIN_US.value)) * 1000)
+    np.testing.assert_array_equal(counts, np.full(chunks, reps, dtype=np.int32))
+    woken = []
+    dev = Device["CPU"]
+    inner = type(dev).wake
+    type(dev).wake = lambda self: woken.append(self)  # type: ignore[method-assign]
+    try:
+        a, an = realized(8, 8, device="CPU")
+        np.testing.assert_array_equal((a + 1).numpy(), an + 1)
+    finally:
+        type(dev).wake = inner  # type: ignore[method-assign]
+    assert woken == [dev]
+
+
 def test_threads_knob() -> None:
     with Context(THREADS=1):
         assert n_threads() == 1

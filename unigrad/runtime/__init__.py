@@ -110,6 +110,9 @@ class Compiled:
         """What the kernel optimizer may assume of this device: one thread, its renderer's vector width."""
         return Target(1, getattr(self.renderer, "vector_bytes", 0), 32)
 
+    def wake(self) -> None:
+        """Kernels are about to be scheduled and launched here: get ready (the CPU wakes its worker threads)."""
+
 
 class DeviceName(str):
     """A canonical device name ("CPU", "CPU:1"), as Tensor.device holds it: a str everywhere, that also reads as a

@@ -26,6 +26,7 @@ from unigrad.render.c import CLanguage
 from unigrad.render.cstyle import KernelSignature
 from unigrad.runtime import Allocator, Compiled, Compiler, Lowered, disk_cache, to_numpy_dtype
 from unigrad.runtime.cpu_pool import n_threads, pool
+from unigrad.runtime.cpu_pool import wake as wake_pool
 
 FORMAT = 2  # bump when what a cached binary holds changes (2: sealed, disk_cache.seal)
 ALIGN = CLanguage.buffer_align  # every buffer starts on a whole vector: the renderer emits aligned accesses
@@ -326,6 +327,9 @@ class CPUDevice(Compiled):
     def target(self) -> Target:
         """The cores (THREADS), this CPU's vector width and its vector registers."""
         return _target(n_threads())
+
+    def wake(self) -> None:
+        wake_pool()
 
     def build(self, lowered: Lowered) -> CPUProgram:
         """The program of a lowered kernel: its C source compiled (or found in the compiler's cache) and loaded."""

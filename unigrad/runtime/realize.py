@@ -859,6 +859,7 @@ def realize(uops: list[UOp], device: str) -> list[UOp]:
     buffer the cached schedule's plan runs straight on the buffers (no CALL graph is built and walked)."""
     if config.DEBUG >= 1:
         t0, kernel_s0 = time.perf_counter(), GlobalCounters.time_sum_s
+    Device[device].wake()  # (the CPU's worker threads wake up while the schedule is looked up)
     with no_gc():
         cs, mapping, var_vals, plain = _instantiate(uops, device, share=True)
         stats.last_kernels = []
