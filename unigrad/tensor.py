@@ -367,13 +367,38 @@ def _stale_readers(ts: tuple[Tensor, ...]) -> list[Tensor]:
     ]
     if not candidates:
         return []
-    # one walk over all their graphs (they share most nodes): a node reads a written buffer when it is one or a
-    # source does, not looking through the pending assigns
-    reads: set[UOp] = set()
-    for n in UOp(Ops.SINK, tuple(t.uop for t in candidates)).toposort(gate=lambda n: n not in pending):
-        if n in written or (n not in pending and not reads.isdisjoint(n.src)):
-            reads.add(n)
-    return [t for t in candidates if t.uop in reads]
+    known: dict[UOp, bool] = {}  # shared by the candidates' walks (their graphs share most nodes)
+    return [t for t in candidates if _reads_written(t.uop, written, pending, known)]
+
+
+def _reads_written(root: UOp, written: set[UOp], pending: set[UOp], known: dict[UOp, bool]) -> bool:
+    """Whether root's graph reads a buffer of `written`, not looking through the pending assigns: a node does when it
+    is one or a source does. Depth first, each node's sources in order until one reads: a recurrent state reaches a
+    weight within a few nodes, where a walk of its whole graph (an LSTM's 35 unrolled steps) took 3.5 ms a realize.
+    `known`: the nodes decided so far."""
+    stack: list[tuple[UOp, int]] = [(root, 0)]
+    while stack:
+        u, i = stack[-1]
+        if u in known:
+            stack.pop()
+            continue
+        if u in written or u in pending:
+            known[u] = u in written
+            stack.pop()
+            continue
+        src, found = u.src, False
+        while i < len(src) and (k := known.get(src[i])) is not None:
+            if k:
+                found = True
+                break
+            i += 1
+        if found or i == len(src):
+            known[u] = found
+            stack.pop()
+        else:
+            stack[-1] = (u, i)
+            stack.append((src[i], 0))
+    return known[root]
 
 
 # the .grad tensors of the latest backward() calls, by id, until one of them is realized: then all of them are

@@ -9,6 +9,8 @@ import pytest
 import torch
 
 from unigrad import Tensor, dtypes, no_grad
+from unigrad.ir.ops import Ops
+from unigrad.pipeline.rangeify import view_base
 from unigrad.runtime import realize as rt
 
 IOPS = {
@@ -211,3 +213,25 @@ def test_bool_mask_setitem_is_a_masked_fill(shape, mshape, value):
     view = base.reshape(-1)
     base[Tensor(m)] = v
     np.testing.assert_array_equal(view.numpy(), t.numpy().reshape(-1))
+
+
+@pytest.mark.parametrize("depth", [1, 7, 3000])
+def test_inplace_write_computes_only_the_lazy_readers_first(depth):
+    """An in-place write of a buffer first computes the live lazy tensors whose graphs read it, as torch computed
+    them before the write; the live ones that do not read it (sharing nodes with those that do) stay lazy and see the
+    other buffers unchanged. A chain thousands of ops deep is decided without recursion. Values equal numpy's."""
+    rng = np.random.default_rng(depth)
+    wn, xn = rng.standard_normal(6).astype(np.float32), rng.standard_normal(6).astype(np.float32)
+    w, x = Tensor(wn).realize(), Tensor(xn).realize()
+    shared = x * 2  # read by both
+    chain, chain_n = shared, xn * 2
+    for i in range(depth):
+        chain, chain_n = chain + 0.5, chain_n + np.float32(0.5)
+    reader = chain * w  # reads w: computed before the write
+    other = chain - 1  # does not: stays lazy
+    w += 1
+    assert view_base(reader.uop).op is Ops.BUFFER  # computed at the write
+    assert view_base(other.uop).op is not Ops.BUFFER  # still lazy
+    np.testing.assert_allclose(reader.numpy(), chain_n * wn, rtol=1e-5)
+    np.testing.assert_allclose(other.numpy(), chain_n - 1, rtol=1e-5)
+    np.testing.assert_allclose(w.numpy(), wn + 1, rtol=1e-6)
