@@ -218,6 +218,17 @@ def test_own_backward_rule_with_two_outputs_and_errors():
     wrong = function(lambda a: a * 2, backward=lambda g, a: (g.sum(),))
     with pytest.raises(ValueError, match=r"gradient of shape \(\) for \(4,\)"):
         wrong(a).sum().backward()
+    # a function of one Tensor (the rule without the argument tree): a bare gradient, a 1-tuple, None, too many
+    for ret, expected in ((lambda g, a: g * 5, 5.0), (lambda g, a: (g * 4,), 4.0), (lambda g, a: None, None)):
+        a.grad = None
+        function(lambda a: a + 0, backward=ret)(a).sum().backward()
+        if expected is None:
+            assert a.grad is None or np.all(a.grad.numpy() == 0)
+        else:
+            np.testing.assert_allclose(a.grad.numpy(), np.full(4, expected))
+    two = function(lambda a: a + 0, backward=lambda g, a: (g, g))
+    with pytest.raises(TypeError, match="backward returned 2 gradients for 1 Tensors"):
+        two(a).sum().backward()
 
 
 def test_callify_inlines_calls_in_its_walk_as_substitution_does():

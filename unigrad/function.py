@@ -29,6 +29,8 @@ from unigrad.tensor import Tensor, graph_tensor
 
 __all__ = ["function"]
 
+_ONE_TENSOR = ((Slot(0),), {})  # the argument structure of a call of one Tensor (call1's)
+
 
 def _plain_key(args: tuple[Any, ...]) -> tuple[tuple[Any, ...], list[Tensor]] | None:
     """The trace key of positional arguments that are all Tensors or plain scalars (an optimizer's per-parameter
@@ -145,7 +147,7 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
         elementwise op, tanh or sigmoid: a call per use). Traced once per (shape, dtype, device) like any call."""
         key = (x.uop.shape, x.dtype, x.device)
         if (traced := self.traces.get(key)) is None:
-            traced = self.traces[key] = self._trace(((Slot(0),), {}), [x])
+            traced = self.traces[key] = self._trace(_ONE_TENSOR, [x])
             if len(traced.devices) != 1 or traced.structure != Slot(0):
                 raise TypeError(f"@function {self.name}: call1 takes a function of one Tensor returning one Tensor")
         out = x._new(UOp(Ops.GETTUPLE, (self._node(traced, (x.uop,), fixed=True),), 0), x)
@@ -195,6 +197,20 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
         backward = self.backward
         assert backward is not None
         name = self.name
+
+        if structure == _ONE_TENSOR and len(out_devices) == 1:  # call1's traces (tanh, sigmoid): no tree to fill
+
+            def rule1(out_grads: tuple[UOp | None, ...], args: tuple[UOp, ...]) -> tuple[UOp | None, ...]:
+                (g,), (a,) = out_grads, args
+                res = backward(None if g is None else graph_tensor(g, out_devices[0]), graph_tensor(a, in_devices[0]))
+                res = res[0] if isinstance(res, (tuple, list)) and len(res) == 1 else res
+                if isinstance(res, (tuple, list)):
+                    raise TypeError(f"@function {name}: backward returned {len(res)} gradients for 1 Tensors")
+                if res is not None and res.shape != a.shape:
+                    raise ValueError(f"@function {name}: backward gave a gradient of shape {res.shape} for {a.shape}")
+                return (None if res is None else res.uop,)
+
+            return rule1
 
         def rule(out_grads: tuple[UOp | None, ...], args: tuple[UOp, ...]) -> tuple[UOp | None, ...]:
             f_args, f_kwargs = tree_fill(structure, [graph_tensor(a, d) for a, d in zip(args, in_devices)])
