@@ -374,3 +374,26 @@ def test_elementwise_shape_is_the_derived_shape(op):
     u = UOp.elementwise(op, (a, b))
     assert u is UOp(op, (a, b))
     assert u.shape == props.shape_of(u) == (3, 4, 5)
+
+
+def test_rebuilt_takes_the_derived_shape_and_dtype():
+    """rebuilt(src): the same node when nothing changed; a node over other sources of the same shapes (an inlined
+    call's arguments for its PARAMs) takes the shape and dtype derived so far, and they equal what deriving gives;
+    an inlined @function's nodes agree with their derivation too."""
+    from unigrad import Tensor
+    from unigrad.ir.args import ParamArg
+    from unigrad.pipeline.callify import inline_functions
+
+    p = UOp(Ops.PARAM, (UOp.shape_src((3, 5)),), ParamArg(0, dtypes.float32, "CPU"))
+    body = UOp(Ops.MUL, (UOp(Ops.ADD, (p, p)), p))
+    assert body.shape == (3, 5) and body.dtype is dtypes.float32
+    assert body.rebuilt(body.src) is body
+    q = UOp(Ops.PARAM, (UOp.shape_src((3, 5)),), ParamArg(1, dtypes.float32, "CPU"))
+    add = body.src[0].rebuilt((q, q))
+    new = body.rebuilt((add, q))
+    assert new is not body and new._shape == (3, 5) and new._dtype is dtypes.float32
+    assert uop_module._shape_of(new) == new.shape and uop_module._dtype_of(new) is new.dtype
+    x = Tensor.rand(4, 7).realize()
+    y = ((x * 2).sigmoid() + (x - 1).tanh()).uop
+    for u in inline_functions(y).toposort():
+        assert uop_module._shape_of(u) == u.shape and uop_module._dtype_of(u) is u.dtype, u.op

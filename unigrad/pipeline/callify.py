@@ -228,8 +228,7 @@ class _Inliner:
             elif is_traced_call(u):
                 memo[u] = self._call(u, tuple(memo[a] for a in u.src[0].src[1:]))
             else:
-                new = tuple(memo[s] for s in u.src)
-                memo[u] = u if new == u.src else u.replace(src=new)
+                memo[u] = u.rebuilt(tuple(memo[s] for s in u.src))  # (arguments of their PARAMs' shapes)
         return memo[root]
 
     def _call(self, call: UOp, args: tuple[UOp, ...]) -> UOp:

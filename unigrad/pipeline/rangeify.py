@@ -879,8 +879,7 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
     for u in topo:
         if u is body:
             continue
-        new_src = tuple(memo[s] for s in u.src)
-        nu = u if new_src == u.src else u.replace(src=new_src)
+        nu = u.rebuilt(tuple(memo[s] for s in u.src))  # (materialized values are views of their shapes)
         if u.op is Ops.STORE:
             memo[u] = assign(nu)
             continue
