@@ -494,3 +494,25 @@ def test_costly_value_read_by_two_kernels_is_computed_once() -> None:
         want, (_, wc) = tl(torch.from_numpy(xn))
     np.testing.assert_allclose(out.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(c.numpy(), wc.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("depth", [1, 40, 5000])
+def test_build_kernel_numbers_buffers_in_walk_order(depth):
+    """build_kernel's one walk (buffers to PARAMs while it rebuilds the value) numbers the buffers a value reads as
+    a toposort lists them, each once, and a chain deeper than the recursion limit takes the iterative walks; the
+    PARAMs keep the buffers' shapes, and the kernel computes numpy's result."""
+    rng = np.random.default_rng(depth)
+    arrays = [rng.standard_normal(6).astype(np.float32) for _ in range(3)]
+    a, b, c = (Tensor(x).realize() for x in arrays)
+    v, ref = a * b - c, arrays[0] * arrays[1] - arrays[2]
+    for i in range(depth):
+        v, ref = (v + c, ref + arrays[2]) if i % 2 else (v * 0.5, ref * np.float32(0.5))
+    value = callify(UOp(Ops.SINK, ((v + a).uop,))).src[0].src[0]  # the buffers as PARAMs, as rangeify sees them
+    want = [
+        u for u in value.toposort(gate=lambda x: not rangeify_mod._is_buffer_leaf(x)) if rangeify_mod._is_buffer_leaf(u)
+    ]
+    ast, leaves = rangeify_mod.build_kernel(value, dtypes.float32, "CPU")
+    assert leaves == want and len(leaves) == len(set(leaves)) == 3, (len(leaves), len(want))
+    params = {u.arg.slot: u for u in ast.toposort() if u.op is Ops.PARAM}
+    assert all(params[k + 1].shape == leaf.shape for k, leaf in enumerate(leaves) if k + 1 in params)
+    np.testing.assert_allclose((v + a).numpy(), ref + arrays[0], rtol=1e-5, atol=1e-5)

@@ -446,19 +446,70 @@ def build_kernel(
     the output is that existing buffer, and reads of it in `value` go through PARAM 0 too (no aliasing). With
     `out_view` too (the assign's target: movement ops over out_buffer, value's shape), element i of value goes to
     the buffer element that element i of the view shows: the kernel loops over the view only."""
-    leaves = [u for u in value.toposort(gate=lambda x: not _is_buffer_leaf(x)) if _is_buffer_leaf(u)]
-    leaves = [b for b in leaves if b is not out_buffer]
     shape = value.shape
     size = prod(out_buffer.shape) if out_buffer is not None else prod(shape)
     out = UOp(Ops.PARAM, (UOp.shape_src((size,)),), ParamArg(0, out_dtype, out_device, AddrSpace.GLOBAL))
-    mapping = {b: _param_like(b, k + 1) for k, b in enumerate(leaves)}
-    if out_buffer is not None:
-        mapping[out_buffer] = out
-    local = value.substitute(mapping) if mapping else value
+    local, leaves = _Localize(out_buffer, out).run(value)
     view = None if out_view is None or _strip_views(out_view) is out_buffer else out_view.substitute({out_buffer: out})
     if (sink := _built.get((local, out, view))) is None:
         sink = _built[(local, out, view)] = _build_kernel(local, out, view)
     return sink, leaves
+
+
+def _device_over(nu: UOp, devices: dict[UOp, object], u: UOp) -> object:
+    """nu.device (props.device_of) for nu, u rebuilt over its sources' rebuilt nodes, from those nodes' devices
+    (`devices`, by u's sources): no walk down each materialized value's kernel to find its buffers (6k walks of an
+    unrolled LSTMCell's schedule)."""
+    op = nu.op
+    if op is Ops.BUFFER or op is Ops.PARAM:
+        return nu.arg.device
+    if op is Ops.CONST or op is Ops.RANGE:
+        return None
+    if op is Ops.LOAD and nu.arg is not None and nu.arg.device is not None:
+        return nu.arg.device
+    if op is Ops.FUNCTION or op is Ops.CALL:
+        return devices[u.src[1]] if len(u.src) > 1 else None
+    for s in u.src:
+        if (d := devices[s]) is not None:
+            return d
+    return None
+
+
+class _Localize:
+    """build_kernel's walk: a value -> (the value over PARAMs, the buffers it reads in PARAM order), in one walk down
+    to its buffers (a toposort to find them and a substitute to replace them were two: 6k materializations of an
+    unrolled LSTMCell's step). Each buffer read gets the next slot where the walk first meets it (sources in order,
+    as toposort lists them); out_buffer is `out` (PARAM 0)."""
+
+    def __init__(self, out_buffer: UOp | None, out: UOp) -> None:
+        self.out_buffer, self.out = out_buffer, out
+        self.leaves: list[UOp] = []
+        self.memo: dict[UOp, UOp] = {}
+
+    def run(self, value: UOp) -> tuple[UOp, list[UOp]]:
+        try:
+            return self.walk(value), self.leaves
+        except RecursionError:  # deeper than the interpreter allows: the two iterative walks
+            leaves = [u for u in value.toposort(gate=lambda x: not _is_buffer_leaf(x)) if _is_buffer_leaf(u)]
+            leaves = [b for b in leaves if b is not self.out_buffer]
+            mapping = {b: _param_like(b, k + 1) for k, b in enumerate(leaves)}
+            if self.out_buffer is not None:
+                mapping[self.out_buffer] = self.out
+            return (value.substitute(mapping) if mapping else value), leaves
+
+    def walk(self, u: UOp) -> UOp:
+        if (r := self.memo.get(u)) is not None:
+            return r
+        if _is_buffer_leaf(u):
+            if u is self.out_buffer:
+                r = self.out
+            else:
+                self.leaves.append(u)
+                r = _param_like(u, len(self.leaves))
+        else:
+            r = u.rebuilt(tuple([self.walk(s) for s in u.src]))  # (a PARAM for a buffer: of its shape)
+        self.memo[u] = r
+        return r
 
 
 # kernels built, by (value over PARAMs, output PARAM, output view), as many as the SCHEDULE_CACHE knob keeps
@@ -876,12 +927,14 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
 
     assigns: list[tuple[UOp, UOp, UOp, UOp]] = []
 
+    devices: dict[UOp, object] = {}  # node -> the device of its rebuilt node (memo[node]), as UOp.device says
     for u in topo:
         if u is body:
             continue
         nu = u.rebuilt(tuple(memo[s] for s in u.src))  # (materialized values are views of their shapes)
         if u.op is Ops.STORE:
             memo[u] = assign(nu)
+            devices[u] = memo[u].device
             continue
         if u.op is Ops.AFTER and nu.src[0].op in GroupOp.View and any(s.op is Ops.CALL for s in nu.src[1:]):
             view = nu.src[0]  # AFTER(view of buf, CALL) -> view of AFTER(buf, CALL), one level of AFTER
@@ -890,17 +943,22 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
                 leaf.replace(src=leaf.src + nu.src[1:]) if leaf.op is Ops.AFTER else UOp(Ops.AFTER, (leaf, *nu.src[1:]))
             )
             memo[u] = view.substitute({leaf: after})
+            devices[u] = memo[u].device
             continue
+        device = devices[u] = _device_over(nu, devices, u)
         if u not in realize:
             memo[u] = nu
             continue
         if u.op is Ops.LOAD:
             src = nu.src[0]
-            target = u.arg.device or src.device or default_device
-            is_copy = u.arg.device is not None and src.device is not None and src.device != u.arg.device
+            src_device = devices[u.src[0]]
+            target = u.arg.device or src_device or default_device
+            is_copy = u.arg.device is not None and src_device is not None and src_device != u.arg.device
             memo[u] = copy(src, target) if is_copy else materialize(src, target)
+            devices[u] = target
         else:
-            memo[u] = materialize(nu, nu.device or default_device)
+            memo[u] = materialize(nu, device or default_device)
+            devices[u] = device or default_device
     out = UOp(Ops.TUPLE, tuple(memo[o] for o in body.src))
     if assigns:
         out = order_assigns(out)
