@@ -378,3 +378,22 @@ def test_row_reduction_of_odd_length_is_vector_code(n: int, name: str, fn: Calla
     srcs = sources()
     assert any(re.search(r"_v\d+ acc\d+_v0", s) for s in srcs), srcs
     np.testing.assert_allclose(got.numpy(), ref(x), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(37, 1000), (5, 51), (3, 17)], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lane_masks_fit_a_vector_register(shape: tuple, dtype: type) -> None:
+    """A padded axis's lane mask (x < STACK(c_i)) over float32 lanes is compared in int32, not as 16 int64 lanes
+    (a 1024-bit vector gcc builds on the stack every iteration: a (700, 1000) row max ran 4.6x slower); float64 lanes
+    keep int64 masks (8 of them fill a register). Row max, row sum and an elementwise op equal numpy's."""
+    x = (rng.standard_normal(shape) - 2).astype(dtype)
+    t = Tensor(x)
+    lanes = VECTOR_BYTES // x.dtype.itemsize
+    for fn, ref in ((lambda a: a.max(-1), lambda a: a.max(-1)), (lambda a: a.sum(-1), lambda a: a.sum(-1))):
+        got = fn(t).realize()
+        srcs = sources()
+        assert not any(re.search(rf"index_v{lanes}\)\{{", s) for s in srcs if lanes * 8 > VECTOR_BYTES), srcs
+        if dtype is np.float32 and lanes * 8 > VECTOR_BYTES and shape[-1] == 1000:  # (a padded row: masks)
+            assert any(f"int32_v{lanes})((int)" in s or f"<((int32_v{lanes})" in s for s in srcs), srcs
+        np.testing.assert_allclose(got.numpy(), ref(x), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose((t * 2 + 1).exp().numpy(), np.exp(x * 2 + 1), rtol=1e-5, atol=1e-6)
