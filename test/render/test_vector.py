@@ -397,3 +397,27 @@ def test_lane_masks_fit_a_vector_register(shape: tuple, dtype: type) -> None:
             assert any(f"int32_v{lanes})((int)" in s or f"<((int32_v{lanes})" in s for s in srcs), srcs
         np.testing.assert_allclose(got.numpy(), ref(x), rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose((t * 2 + 1).exp().numpy(), np.exp(x * 2 + 1), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [96, 384, 100])
+def test_split_accumulators_summed_by_vector_halves(dtype: type, k: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """x @ W.T puts its lanes on the reduce axis: each output's split accumulators (one vector) are summed at the
+    end by lane_sum_<type>, halving vector adds of the even and odd lanes, in expand's pairwise order: the result is
+    bit for bit the scalar tree's (rendered with lane_sums off) and numpy's within rounding."""
+    x, w = rng.standard_normal((12, k)).astype(dtype), rng.standard_normal((40, k)).astype(dtype)
+    results, srcs = [], []
+    for default in (True, False):  # the CPU renderer as it is, then with lane_sums off
+        if not default:
+            monkeypatch.setattr(CLanguage, "lane_sums", False)
+        with Context(DISABLE_COMPILER_CACHE=1):
+            rt._program_cache.clear()
+            results.append((Tensor(x) @ Tensor(w).T).numpy())
+            srcs.append("\n".join(sources()))
+    lanes = VECTOR_BYTES // x.dtype.itemsize
+    if k % lanes == 0:
+        name = "float32" if dtype is np.float32 else "float64"
+        assert f"lane_sum_{name}_v{lanes}(acc" in srcs[0], srcs[0][-3000:]
+    assert "lane_sum_" not in srcs[1]
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_allclose(results[0], x @ w.T, rtol=1e-4 if dtype is np.float32 else 1e-12, atol=1e-4)

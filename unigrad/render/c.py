@@ -152,6 +152,7 @@ class CLanguage(CStyleLanguage):
     vector_bytes = 64  # the default (AVX-512); the CPU device passes its host's width (ops_cpu.host_vector_unit)
     buffer_align = 64  # ops_cpu.CPUAllocator aligns every buffer to this
     masked_vectors = True  # a padded axis's gated last vector: lane by lane (Target.masked_tails)
+    lane_sums = True
     stream_prefix = "nt_store"
     stream_prelude = STREAM_PRELUDE
     stream_fence = "nt_fence();"

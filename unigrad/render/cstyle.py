@@ -173,6 +173,11 @@ class CStyleLanguage:
     # by lane where some lane is out (an out lane's address may lie past the buffer's end: it is never touched)
     masked_vectors: bool = False
 
+    # the sum of every lane of a vector accumulator (split accumulators' final adds) as halving vector adds in a
+    # helper, lane_sum_<type>: the same pairwise order as the scalar tree expand builds (bit for bit), in about a
+    # third of the instructions (C only: its vector registers)
+    lane_sums = False
+
     def ctype(self, dt: DType) -> str:
         return self.types[dt]
 
@@ -402,6 +407,7 @@ class CStyleLanguage:
         for u in uops:
             if u.op is Ops.INDEX and _vec(u) and (reg := reg_param(u.src[0])) is not None:
                 vec_regs[reg] = u.shape[0]
+        sums, summed = _lane_sums(uops, vec_regs) if self.lane_sums and vec_regs else ({}, set())
         streamed = False
         loops = frozenset(u for u in uops if u.op is Ops.RANGE)
         # a vector index base + STACK(0..k-1) is only an address unless some op other than INDEX uses its value
@@ -462,6 +468,14 @@ class CStyleLanguage:
                 all_in(prev)
             prev = u
             op = u.op
+            if u in summed:  # a lane read or a partial sum of a lane_sum below: computed by its helper
+                continue
+            if u in sums:
+                reg, first, k = sums[u]
+                counter += 1
+                r[u] = v = f"alu{counter}"
+                emit(f"{self.ctype(u.dtype)} {v} = lane_sum_{u.dtype.name}_v{k}({r[reg]}_v{first // k});")
+                continue
             if op is Ops.PARAM:
                 if u.arg.name is not None:
                     r[u] = u.arg.name
@@ -584,7 +598,10 @@ class CStyleLanguage:
         if streamed:
             lines.append("  " + self.stream_fence)
         body = "\n".join(lines)
+        summed_types = sorted({(u.dtype.name, u.dtype, k) for u, (_, _, k) in sums.items()}, key=lambda x: x[::2])
+        lane_sum_helpers = [_lane_sum_helper(self.ctype(dt), name, k) for name, dt, k in summed_types]
         parts = (self.prelude, self.helpers(body), self.stream_prelude if streamed else "", self.vector_typedefs(uops))
+        parts += tuple(lane_sum_helpers)
         prelude = "\n".join(p for p in parts if p)
         src = f"{prelude}\n{self.signature(sig)} {{\n{body}\n}}\n"
         return (src + self.thread_entry(sig) if sig.threads else src), sig
@@ -609,6 +626,78 @@ class CStyleLanguage:
 
     def store(self, u: UOp, target: str, value: str) -> str:
         return f"{target} = {value};"
+
+
+def _lane_of(x: UOp, vec_regs: dict[UOp, int]) -> tuple[UOp, int, int] | None:
+    """A scalar LOAD of one lane of a vector register: (the register as indexed, its slot, the register's lanes)."""
+    if x.op is not Ops.LOAD or len(x.src) != 1 or x.src[0].op is not Ops.INDEX or _vec(x.src[0]):
+        return None
+    idx = x.src[0]
+    reg = reg_param(idx.src[0])
+    if reg is None or reg not in vec_regs or idx.src[1].op is not Ops.CONST:
+        return None
+    return idx.src[0], idx.src[1].arg.value, vec_regs[reg]
+
+
+def _lane_sums(uops: tuple[UOp, ...], vec_regs: dict[UOp, int]) -> tuple[dict[UOp, tuple[UOp, int, int]], set[UOp]]:
+    """The float ADD trees that sum every lane of one vector register in expand's pairwise order (lanes j..j+k-1 of
+    a k-lane register, k a power of two), whose lane reads and partial sums nothing else uses, and with no write to
+    the register between its first lane read and the root: root -> (register, first slot, k); and the nodes the
+    roots' helper computes instead (skipped when rendered)."""
+    users: dict[UOp, int] = {}
+    for u in uops:
+        for s in u.src:
+            users[s] = users.get(s, 0) + 1
+    pos = {u: i for i, u in enumerate(uops)}
+    sums: dict[UOp, tuple[UOp, int, int]] = {}
+    summed: set[UOp] = set()
+    for u in uops:
+        if u.op is not Ops.ADD or _vec(u) or u.dtype not in (dtypes.float32, dtypes.float64):
+            continue
+        x, depth = u, 0
+        while x.op is Ops.ADD and not _vec(x):
+            x, depth = x.src[0], depth + 1
+        lane = _lane_of(x, vec_regs)
+        if lane is None or lane[2] != 1 << depth or lane[2] < 4 or lane[1] % lane[2]:
+            continue
+        reg, first, k = lane
+        level, inner = [u], []
+        for _ in range(depth):
+            if any(n.op is not Ops.ADD or _vec(n) for n in level):
+                break
+            inner += level
+            level = [s for n in level for s in n.src]
+        else:
+            if [_lane_of(leaf, vec_regs) for leaf in level] != [(reg, first + i, k) for i in range(k)]:
+                continue
+            if any(users.get(n, 0) != 1 for n in inner[1:] + level):
+                continue
+            written = reg_param(reg)
+            start = min(pos[leaf] for leaf in level)
+            if any(
+                w.op is Ops.STORE and w.src[0].op is Ops.INDEX and reg_param(w.src[0].src[0]) is written
+                for w in uops[start : pos[u]]
+            ):
+                continue
+            sums[u] = lane
+            summed.update(inner[1:] + level)
+    return sums, summed
+
+
+def _lane_sum_helper(ctype: str, name: str, k: int) -> str:
+    """lane_sum_<name>_v<k>(v): the sum of v's k lanes as halving adds of its even and odd lanes (v[0]+v[1],
+    v[2]+v[3], ... then pairs of those: the order of expand's pairwise tree), each half a vector of its own type."""
+    lines = [f"static inline {ctype} lane_sum_{name}_v{k}({name}_v{k} v) {{"]
+    cur, n = "v", k
+    while n > 2:
+        half = n // 2
+        lines.append(f"  typedef {ctype} h{half} __attribute__((vector_size({half} * sizeof({ctype}))));")
+        even = ", ".join(f"{cur}[{i}]" for i in range(0, n, 2))
+        odd = ", ".join(f"{cur}[{i}]" for i in range(1, n, 2))
+        lines.append(f"  h{half} s{half} = (h{half}){{{even}}} + (h{half}){{{odd}}};")
+        cur, n = f"s{half}", half
+    lines.append(f"  return {cur}[0] + {cur}[1];")
+    return "\n".join(lines) + "\n}"
 
 
 def vector_types(uops: tuple[UOp, ...]) -> list[tuple[DType, int]]:
