@@ -340,3 +340,28 @@ def test_conv_of_mismatched_ranks_says_what_it_expected():
         Tensor.ones(3).conv2d(Tensor.ones(1, 1, 1, 1))
     with pytest.raises(RuntimeError, match=r"conv: input \(1, 1, 4, 4\) and weight \(3, 3\)"):
         Tensor.ones(1, 1, 4, 4).conv2d(Tensor.ones(3, 3))
+
+
+@pytest.mark.parametrize("ignore", [None, -100, 1])
+@pytest.mark.parametrize("shape", [(5,), (1, 5), (7, 5), (3, 4, 2, 3), (0, 5)], ids=str)
+def test_nll_mean_counts_the_targets(rng, shape, ignore):
+    """nll_loss's mean without class weights divides by the targets that count: all of them, or those not
+    ignore_index (a count over the targets, not a sum of the one-hot mask over every class); forward and backward
+    equal torch's, an all-ignored batch gives nan."""
+    c = shape[1] if len(shape) > 1 else shape[0]
+    x = randn(rng, *shape)
+    y = rng.integers(0, c, shape[:1] + shape[2:] if len(shape) > 1 else ())
+    if ignore is not None and y.ndim:
+        y = np.where(rng.random(y.shape) < 0.4, ignore, rng.integers(0, c, y.shape))
+    xt = torch.tensor(x, requires_grad=True)
+    want = F.nll_loss(xt, torch.tensor(y), ignore_index=-100 if ignore is None else ignore)
+    xu = Tensor(x, requires_grad=True)
+    got = xu.nll_loss(Tensor(y), ignore_index=ignore)
+    close(got, want)
+    if not torch.isnan(want):
+        want.backward()
+        got.backward()
+        close(xu.grad, xt.grad)
+    if ignore is not None and y.ndim:
+        every = np.full(y.shape, ignore)
+        assert np.isnan(Tensor(x).nll_loss(Tensor(every), ignore_index=ignore).item())

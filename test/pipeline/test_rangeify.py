@@ -516,3 +516,16 @@ def test_build_kernel_numbers_buffers_in_walk_order(depth):
     params = {u.arg.slot: u for u in ast.toposort() if u.op is Ops.PARAM}
     assert all(params[k + 1].shape == leaf.shape for k, leaf in enumerate(leaves) if k + 1 in params)
     np.testing.assert_allclose((v + a).numpy(), ref + arrays[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rows,cols,kernels", [(700, 1000, 2), (64, 4096, 2), (64, 100, 1), (3, 100000, 1)])
+def test_wide_nested_reduce_gets_its_own_kernel(rows, cols, kernels):
+    """A sum of row sums (an NLL mean over a batch of class rows) fused is one loop nest with a single output that
+    no thread can split; a nested REDUCE of NESTED_ROWS outputs or more summing NESTED_WORK values in all gets its
+    own kernel (its rows split over the cores), smaller ones stay fused (a long row of few outputs is the split
+    reduce's business). The sums equal numpy's."""
+    x = np.random.default_rng(rows).standard_normal((rows, cols)).astype(np.float32)
+    t = Tensor(x)
+    got = (t * 2).sum(1).sum()
+    assert len(_kernels(got)) == kernels
+    np.testing.assert_allclose(got.numpy(), (x * 2).sum(), rtol=1e-4, atol=1e-2)

@@ -361,6 +361,12 @@ class NNMixin:
             mask = mask * (Y != ignore_index).cast(self.dtype).unsqueeze(axis)
         loss = -((mask != 0).where(self, 0.0) * mask).sum(axis)  # where first: a -inf elsewhere adds no nan
         if reduction == "mean":
+            # unweighted, the targets that count (each a class: checked) are Y's entries, or those not ignored: a
+            # count over Y, not a sum of the one-hot mask over every class (700 x 1000 for a word model's batch)
+            if w is None and ignore_index is None and isinstance(n := Y.numel(), int) and n:
+                return loss.sum() / n
+            if w is None and ignore_index is not None:
+                return NNMixin._weighted_mean(loss.sum(), (Y != ignore_index).cast(self.dtype).sum())
             return NNMixin._weighted_mean(loss.sum(), mask.sum())
         return NNMixin._reduce_loss(loss, reduction, "nll_loss")
 

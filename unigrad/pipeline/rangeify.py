@@ -47,6 +47,11 @@ from unigrad.pipeline.merge import alias_groups, merge_kernels
 TRUE = UOp.const(dtypes.bool, True)
 NESTED_MIN_OUT = 4096  # a nested REDUCE with this many outputs (or more) ...
 NESTED_MIN_SIZE = 8  # ... each a sum of this many values (or more) gets its own kernel
+# ... as does one of NESTED_ROWS outputs or more that sums NESTED_WORK values or more in all: fused under the outer
+# REDUCE, a sum of row sums (a word model's NLL mean over 700 rows of 1000 classes) is one loop nest with one output,
+# which no THREAD axis can split (582 us on one core); on its own, its rows split over the cores
+NESTED_ROWS = 64
+NESTED_WORK = 1 << 18
 # a value an EXPAND copies this many times or more is materialized when it is costly to recompute: it reads
 # RECOMPUTE_LOADS buffers or more, or takes RECOMPUTE_OPS ALU ops or more, or a transcendental function
 MIN_RECOMPUTE_FACTOR = 8
@@ -623,7 +628,7 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
         reduced_above[u] = any(
             c.op is Ops.REDUCE or (c not in realize and reduced_above.get(c, False)) for c in consumers[u]
         )
-        if reduced_above[u] and u.op is Ops.REDUCE and _big_reduce(u):
+        if reduced_above[u] and u.op is Ops.REDUCE and (_big_reduce(u) or _wide_reduce(u)):
             realize.add(u)
     # a big REDUCE under a transcendental of its kernel is materialized: fused, the register tile computes the
     # transcendental once per tile element, in scalar copies (a Linear of 66 x 1536 under an exact GELU: 2.1 ms, the
@@ -814,6 +819,12 @@ def _big_reduce(u: UOp) -> bool:
     if not isinstance(out, int) or not isinstance(full, int) or out == 0:
         return False
     return out >= NESTED_MIN_OUT and full // out >= NESTED_MIN_SIZE
+
+
+def _wide_reduce(u: UOp) -> bool:
+    """A REDUCE with at least NESTED_ROWS outputs summing at least NESTED_WORK values in all (int shapes)."""
+    out, full = prod(u.shape), prod(u.src[0].shape)
+    return isinstance(out, int) and isinstance(full, int) and out >= NESTED_ROWS and full >= NESTED_WORK
 
 
 def _kernel_calls(materialized: UOp) -> list[UOp]:
