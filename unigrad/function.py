@@ -198,29 +198,20 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
         assert backward is not None
         name = self.name
 
-        if structure == _ONE_TENSOR and len(out_devices) == 1:  # call1's traces (tanh, sigmoid): no tree to fill
-
-            def rule1(out_grads: tuple[UOp | None, ...], args: tuple[UOp, ...]) -> tuple[UOp | None, ...]:
-                (g,), (a,) = out_grads, args
-                res = backward(None if g is None else graph_tensor(g, out_devices[0]), graph_tensor(a, in_devices[0]))
-                res = res[0] if isinstance(res, (tuple, list)) and len(res) == 1 else res
-                if isinstance(res, (tuple, list)):
-                    raise TypeError(f"@function {name}: backward returned {len(res)} gradients for 1 Tensors")
-                if res is not None and res.shape != a.shape:
-                    raise ValueError(f"@function {name}: backward gave a gradient of shape {res.shape} for {a.shape}")
-                return (None if res is None else res.uop,)
-
-            return rule1
+        one = structure == _ONE_TENSOR  # call1's traces (tanh, sigmoid): the argument is the Tensor, no tree to fill
 
         def rule(out_grads: tuple[UOp | None, ...], args: tuple[UOp, ...]) -> tuple[UOp | None, ...]:
-            f_args, f_kwargs = tree_fill(structure, [graph_tensor(a, d) for a, d in zip(args, in_devices)])
+            if one:
+                f_args, f_kwargs = (graph_tensor(args[0], in_devices[0]),), {}
+            else:
+                f_args, f_kwargs = tree_fill(structure, [graph_tensor(a, d) for a, d in zip(args, in_devices)])
             gs = [None if g is None else graph_tensor(g, d) for g, d in zip(out_grads, out_devices)]
             res = backward(gs[0] if len(gs) == 1 else gs, *f_args, **f_kwargs)
             res = res if isinstance(res, (tuple, list)) else (res,)
             if len(res) != len(args):
                 raise TypeError(f"@function {name}: backward returned {len(res)} gradients for {len(args)} Tensors")
             for g, a in zip(res, args):
-                if g is not None and tuple(g.shape) != tuple(a.shape):
+                if g is not None and g.shape != a.shape:
                     raise ValueError(f"@function {name}: backward gave a gradient of shape {g.shape} for {a.shape}")
             return tuple(None if g is None else g.uop for g in res)
 

@@ -151,7 +151,13 @@ def _index_shape(u: UOp) -> Shape:
 # ---------------------------------------------------------------- device / addrspace / axis
 
 
-def device_of(u: UOp) -> Any:
+def _derived_device(u: UOp) -> Any:
+    return u.device
+
+
+def device_of(u: UOp, src_device: Callable[[UOp], Any] = _derived_device) -> Any:
+    """u's device: its own (a buffer, a copy), else its sources' first, as src_device gives them (their derived
+    .device; rangeify passes the devices of the nodes it rebuilt them into)."""
     op = u.op
     if op in (Ops.BUFFER, Ops.PARAM):
         return u.arg.device
@@ -160,9 +166,9 @@ def device_of(u: UOp) -> Any:
     if op is Ops.LOAD and u.arg is not None and u.arg.device is not None:
         return u.arg.device
     if op in (Ops.FUNCTION, Ops.CALL):
-        return u.src[1].device if len(u.src) > 1 else None
+        return src_device(u.src[1]) if len(u.src) > 1 else None
     for s in u.src:
-        if (d := s.device) is not None:
+        if (d := src_device(s)) is not None:
             return d
     return None
 

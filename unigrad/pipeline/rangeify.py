@@ -37,7 +37,7 @@ from unigrad.helpers import LRUCache, record
 from unigrad.ir.args import AddrSpace, AxisType, KernelInfo, LoadArg, ParamArg, ReduceArg
 from unigrad.ir.ops import TRANSCENDENTAL_OPS, GroupOp, Ops
 from unigrad.ir.pattern import PatternMatcher, UPat, graph_rewrite
-from unigrad.ir.props import prod
+from unigrad.ir.props import device_of, prod
 from unigrad.ir.symbolic import pm_symbolic, simplify_given_valid
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.callify import inline_functions, is_traced_call
@@ -459,25 +459,6 @@ def build_kernel(
     if (sink := _built.get((local, out, view))) is None:
         sink = _built[(local, out, view)] = _build_kernel(local, out, view)
     return sink, leaves
-
-
-def _device_over(nu: UOp, devices: dict[UOp, object], u: UOp) -> object:
-    """nu.device (props.device_of) for nu, u rebuilt over its sources' rebuilt nodes, from those nodes' devices
-    (`devices`, by u's sources): no walk down each materialized value's kernel to find its buffers (6k walks of an
-    unrolled LSTMCell's schedule)."""
-    op = nu.op
-    if op is Ops.BUFFER or op is Ops.PARAM:
-        return nu.arg.device
-    if op is Ops.CONST or op is Ops.RANGE:
-        return None
-    if op is Ops.LOAD and nu.arg is not None and nu.arg.device is not None:
-        return nu.arg.device
-    if op is Ops.FUNCTION or op is Ops.CALL:
-        return devices[u.src[1]] if len(u.src) > 1 else None
-    for s in u.src:
-        if (d := devices[s]) is not None:
-            return d
-    return None
 
 
 class _Localize:
@@ -956,7 +937,9 @@ def rangeify(fn: UOp, default_device: str) -> UOp:
             memo[u] = view.substitute({leaf: after})
             devices[u] = memo[u].device
             continue
-        device = devices[u] = _device_over(nu, devices, u)
+        # nu's device, from its sources' (nu.device would walk down each materialized value's kernel: 6k walks of an
+        # unrolled LSTMCell's schedule)
+        device = devices[u] = device_of(u, devices.__getitem__)
         if u not in realize:
             memo[u] = nu
             continue

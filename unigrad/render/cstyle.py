@@ -598,10 +598,9 @@ class CStyleLanguage:
         if streamed:
             lines.append("  " + self.stream_fence)
         body = "\n".join(lines)
-        summed_types = sorted({(u.dtype.name, u.dtype, k) for u, (_, _, k) in sums.items()}, key=lambda x: x[::2])
-        lane_sum_helpers = [_lane_sum_helper(self.ctype(dt), name, k) for name, dt, k in summed_types]
+        sum_types = sorted({(u.dtype, k) for u, (_, _, k) in sums.items()}, key=lambda t: (t[0].name, t[1]))
         parts = (self.prelude, self.helpers(body), self.stream_prelude if streamed else "", self.vector_typedefs(uops))
-        parts += tuple(lane_sum_helpers)
+        parts += tuple(_lane_sum_helper(self.ctype(dt), dt.name, k) for dt, k in sum_types)
         prelude = "\n".join(p for p in parts if p)
         src = f"{prelude}\n{self.signature(sig)} {{\n{body}\n}}\n"
         return (src + self.thread_entry(sig) if sig.threads else src), sig

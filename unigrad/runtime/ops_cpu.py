@@ -25,8 +25,8 @@ from unigrad.pipeline.optimize import Target
 from unigrad.render.c import CLanguage
 from unigrad.render.cstyle import KernelSignature
 from unigrad.runtime import Allocator, Compiled, Compiler, Lowered, disk_cache, to_numpy_dtype
+from unigrad.runtime import cpu_pool
 from unigrad.runtime.cpu_pool import n_threads, pool
-from unigrad.runtime.cpu_pool import wake as wake_pool
 
 FORMAT = 2  # bump when what a cached binary holds changes (2: sealed, disk_cache.seal)
 ALIGN = CLanguage.buffer_align  # every buffer starts on a whole vector: the renderer emits aligned accesses
@@ -329,7 +329,7 @@ class CPUDevice(Compiled):
         return _target(n_threads())
 
     def wake(self) -> None:
-        wake_pool()
+        cpu_pool.wake()
 
     def build(self, lowered: Lowered) -> CPUProgram:
         """The program of a lowered kernel: its C source compiled (or found in the compiler's cache) and loaded."""
