@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from unigrad import Tensor
+from unigrad.runtime import realize as rt
 
 ATOL, RTOL = 1e-5, 1e-4
 
@@ -139,6 +140,45 @@ def test_nll_and_sparse_categorical(rng, ignore):
     want = F.cross_entropy(torch.tensor(x), torch.tensor(y), ignore_index=-1 if ignore is None else ignore)
     got = Tensor(x).sparse_categorical_crossentropy(Tensor(y), ignore_index=-1 if ignore is None else ignore)
     close(got, want)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (7, 5), (4, 3, 6), (0, 4)], ids=str)
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("ignore", [-1, 2])
+def test_sparse_categorical_crossentropy_forward_backward(rng, shape, smoothing, ignore):
+    """Against torch's cross_entropy over the last axis, with large logits (the log-sum-exp keeps them finite), some
+    targets ignored, label smoothing; forward and backward."""
+    c = shape[-1]
+    x = randn(rng, *shape) * 30
+    y = rng.integers(0, c, shape[:-1])
+    y = np.where(rng.random(y.shape) < 0.3, ignore, y)
+    xt = torch.tensor(x, requires_grad=True)
+    want = F.cross_entropy(xt.movedim(-1, 1), torch.tensor(y), ignore_index=ignore, label_smoothing=smoothing)
+    xu = Tensor(x, requires_grad=True)
+    got = xu.sparse_categorical_crossentropy(Tensor(y), ignore_index=ignore, label_smoothing=smoothing)
+    close(got, want)
+    if not torch.isnan(want):
+        want.backward()
+        got.backward()
+        close(xu.grad, xt.grad)
+
+
+def test_cross_entropy_backward_sums_no_rows(rng):
+    """The gradient of cross-entropy from logits is (softmax - onehot) scaled, at each element: its kernels are the
+    labels' range check, their count, the row max, the row sum of exp and the gradient. (Differentiating a
+    log_softmax tensor instead sums the incoming gradient over each row: one more reduction kernel.)"""
+    losses = [
+        lambda x, y: x.cross_entropy(y),
+        lambda x, y: x.sparse_categorical_crossentropy(y),
+        lambda x, y: x.cross_entropy(y, ignore_index=3),
+    ]
+    for loss_of in losses:
+        x = Tensor(randn(rng, 33, 10), requires_grad=True).realize()
+        y = Tensor(rng.integers(0, 10, 33)).realize()
+        loss_of(x, y).backward()
+        before = rt.stats.kernels
+        x.grad.realize()
+        assert rt.stats.kernels - before <= 5
 
 
 def test_loss_target_shape_errors():

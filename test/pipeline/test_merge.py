@@ -6,6 +6,11 @@ import pytest
 import torch
 
 from unigrad import Tensor, TinyJit, config
+from unigrad.dtype import dtypes
+from unigrad.ir.args import AddrSpace, ParamArg
+from unigrad.ir.ops import Ops
+from unigrad.ir.uop import UOp
+from unigrad.pipeline import merge
 from unigrad.nn import optim
 from unigrad.runtime import realize as rt
 from unigrad.runtime.support import cuda
@@ -154,7 +159,7 @@ def test_merging_gives_what_separate_kernels_give():
     assert merged[0] == apart[0]
     for a, b in zip(merged[1], apart[1]):
         np.testing.assert_array_equal(a, b)
-    assert merged[2] <= apart[2] - 4  # each weight's m, v and update: one kernel instead of three
+    assert merged[2] <= apart[2] - 6  # each weight's gradient, m, v and update: one kernel instead of four
 
 
 def test_jit_replays_merged_kernels():
@@ -175,3 +180,69 @@ def test_jit_replays_merged_kernels():
     for s, t, x in outs:
         np.testing.assert_allclose(s.numpy(), x + 1, rtol=1e-6)
         np.testing.assert_allclose(t.numpy(), x * 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(1, 1), (5, 7), (33, 17), (0, 4)])
+def test_a_reduction_and_what_reads_it_at_its_element_are_one_kernel(device, shape):
+    """r (a row sum, an output) and c computed from it at each of its elements: one kernel stores both, c from the
+    sum in registers (a gradient summed over the batch and the optimizer's update from it)."""
+    x = rand(shape)
+    a = Tensor(x, device=device).realize()
+    r = a.sum(1)
+    c = (r * 0.5).exp() + r
+    assert run(r, c) == (0 if 0 in shape[:1] else 1)
+    want = x.sum(1)
+    np.testing.assert_allclose(r.numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c.numpy(), np.exp(want * 0.5) + want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_two_reductions_of_one_shape_stay_apart(device):
+    """Two REDUCEs are two loops over their reduce axes: a kernel of several outputs holds at most one."""
+    x = rand((6, 9))
+    a = Tensor(x, device=device).realize()
+    s, m = a.sum(1), a.max(1)
+    assert run(s, m) == 2
+    np.testing.assert_allclose(s.numpy(), x.sum(1), rtol=1e-5)
+    np.testing.assert_allclose(m.numpy(), x.max(1), rtol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_matmul_and_a_transposed_view_of_it(device):
+    """b = a @ w kept, and c read from b at another element (its transpose): two kernels; d at its element: merged."""
+    x, w = rand((8, 8)), rand((8, 8), 1)
+    a, wt = Tensor(x, device=device).realize(), Tensor(w, device=device).realize()
+    b = a @ wt
+    c, d = b.T + 1, b.relu()
+    assert run(b, c, d) == 2
+    np.testing.assert_allclose(b.numpy(), x @ w, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(c.numpy(), (x @ w).T + 1, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(d.numpy(), np.maximum(x @ w, 0), rtol=1e-5, atol=1e-5)
+
+
+def _call(*reads: UOp) -> UOp:
+    """A CALL whose arguments read `reads` (other CALLs) through AFTERs: enough of a kernel for the cycle check."""
+    buf = UOp(Ops.PARAM, (), ParamArg(len(reads), dtypes.float32, "CPU", AddrSpace.GLOBAL))
+    return UOp(Ops.CALL, (UOp(Ops.SINK, (), len(reads)), buf, *(UOp(Ops.AFTER, (buf, r)) for r in reads)))
+
+
+def test_groups_that_would_wait_on_each_other_are_found():
+    """Kernels a -> b and c -> d (d reads c): merging {a, d} and {b, c} makes each group wait on the other, a cycle
+    the check after grouping finds (the merge then falls back to groups of kernels run in order)."""
+    a = _call()
+    c = _call(UOp.const(dtypes.float32, 1.0))
+    b, d = _call(a), _call(c)
+    calls = [a, c, b, d]
+    graph = merge._Graph(calls, strict=False)
+    assert graph.acyclic()
+    mem = lambda u: u  # noqa: E731
+    g1 = merge._Group(a, graph, 1, mem, False)
+    g2 = merge._Group(b, graph, 1, mem, False)
+    g1.add(d, graph, 1, False)
+    assert graph.acyclic()  # {a, d} then b: b reads a, nothing reads b
+    g2.add(c, graph, 1, False)  # {b, c}: b reads a in {a, d}, d reads c in {b, c}
+    assert not graph.acyclic()
+    # the strict check refuses d in a's group: it reads c, a kernel run after a
+    strict = merge._Graph(calls, strict=True)
+    assert strict.reaches([c], merge._Group(a, strict, 1, mem, False))

@@ -310,7 +310,14 @@ class NNMixin:
             raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
         c = self.shape[axis]
         w = NNMixin._class_weight(self, weight, "cross_entropy")
-        logp = self.log_softmax(axis)
+        if not probabilities and c:
+            shifted, log_norm = self._log_normalizer(axis)
+            nll = shifted._nll(Y, w, ignore_index, reduction, "cross_entropy", log_norm)
+            if not label_smoothing:
+                return nll
+            logp = shifted - log_norm.unsqueeze(axis)
+        else:
+            logp = self.log_softmax(axis)
         if probabilities:
             p = Y.cast(self.dtype)
             if label_smoothing:
@@ -319,9 +326,10 @@ class NNMixin:
             if reduction == "mean":  # over the targets (all the input's elements but the class dim)
                 return loss.sum() / (self.numel() // c) if self.numel() else loss.sum() * math.nan
             return NNMixin._reduce_loss(loss, reduction, "cross_entropy")
-        nll = logp._nll(Y, w, ignore_index, reduction, "cross_entropy")
-        if not label_smoothing:
-            return nll
+        if not c:
+            nll = logp._nll(Y, w, ignore_index, reduction, "cross_entropy")
+            if not label_smoothing:
+                return nll
         keep = (Y != ignore_index).cast(self.dtype) if ignore_index is not None else Y.ones_like().cast(self.dtype)
         smooth = -(logp if w is None else logp * w).sum(axis) * keep
         if reduction == "mean":
@@ -347,26 +355,47 @@ class NNMixin:
         NNMixin._check_reduction(reduction, "nll_loss")
         return self._nll(Y, NNMixin._class_weight(self, weight, "nll_loss"), ignore_index, reduction)
 
+    def _log_normalizer(self: Tensor, axis: int) -> tuple[Tensor, Tensor]:
+        """(x - max, log(sum(exp(x - max)))) along `axis` (the second without it): log_softmax(x) is their
+        difference. The max is detached: any shift gives the same result."""
+        x = self._float()
+        shifted = x - x.max(axis, keepdim=True).detach()
+        return shifted, shifted.exp().sum(axis).log()
+
     def _nll(
-        self: Tensor, Y: Tensor, w: Tensor | None, ignore_index: int | None, reduction: str, op: str = "nll_loss"
+        self: Tensor,
+        Y: Tensor,
+        w: Tensor | None,
+        ignore_index: int | None,
+        reduction: str,
+        op: str = "nll_loss",
+        log_norm: Tensor | None = None,
     ) -> Tensor:
         """-self[n, Y[n]] * w[Y[n]] over the class dim (1, or 0 for a 1-d input), then reduced; w: None or the
-        class weights along that dim (_class_weight). A target outside the classes raises at the realize."""
+        class weights along that dim (_class_weight). A target outside the classes raises at the realize.
+
+        With `log_norm` (_log_normalizer), self is shifted logits whose log-probabilities are self - log_norm: the
+        loss of a target is w[Y[n]] * log_norm[n] - w[Y[n]] * self[n, Y[n]], so the log-probabilities are never
+        a tensor. Their gradient is then softmax - onehot, elementwise: differentiating log_softmax instead sums the
+        incoming gradient over each row, a reduction kernel of its own (and one more kernel for its scale)."""
         axis = 1 if self.ndim > 1 else 0
         NNMixin._check_classes(Y, self.shape[axis], ignore_index, op)
         mask = self._picked_onehot(Y)
+        keep = None if ignore_index is None else (Y != ignore_index).cast(self.dtype)
         if w is not None:
             mask = mask * w
-        if ignore_index is not None:
-            mask = mask * (Y != ignore_index).cast(self.dtype).unsqueeze(axis)
+        if keep is not None:
+            mask = mask * keep.unsqueeze(axis)
         loss = -((mask != 0).where(self, 0.0) * mask).sum(axis)  # where first: a -inf elsewhere adds no nan
+        if log_norm is not None:  # the target's weight times the log normalizer: w[Y[n]] (0 where ignored)
+            loss = loss + log_norm * (mask.sum(axis) if w is not None else 1 if keep is None else keep)
         if reduction == "mean":
             # unweighted, the targets that count (each a class: checked) are Y's entries, or those not ignored: a
             # count over Y, not a sum of the one-hot mask over every class (700 x 1000 for a word model's batch)
             if w is None and ignore_index is None and isinstance(n := Y.numel(), int) and n:
                 return loss.sum() / n
-            if w is None and ignore_index is not None:
-                return NNMixin._weighted_mean(loss.sum(), (Y != ignore_index).cast(self.dtype).sum())
+            if w is None and keep is not None:
+                return NNMixin._weighted_mean(loss.sum(), keep.sum())
             return NNMixin._weighted_mean(loss.sum(), mask.sum())
         return NNMixin._reduce_loss(loss, reduction, "nll_loss")
 
@@ -417,12 +446,17 @@ class NNMixin:
     ) -> Tensor:
         """tinygrad's name: logits (..., C) against integer labels (...); labels == ignore_index don't count."""
         NNMixin._check_target(self, Y, self.ndim - 1, "sparse_categorical_crossentropy")
-        logp = self.log_softmax(-1)
         n = self.shape[-1]
         NNMixin._check_classes(Y, n, ignore_index, "sparse_categorical_crossentropy")
-        keep = (Y != ignore_index).cast(logp.dtype)
-        onehot = (Y.unsqueeze(-1) == self._class_range(n)).cast(logp.dtype)
-        loss = -(logp * onehot).sum(-1)
+        if not n:
+            logp = self.log_softmax(-1)
+            loss = -(logp * (Y.unsqueeze(-1) == self._class_range(n)).cast(logp.dtype)).sum(-1)
+        else:  # -log_softmax at the label, as log_norm - shifted: see _nll
+            shifted, log_norm = self._log_normalizer(-1)
+            onehot = Y.unsqueeze(-1) == self._class_range(n)
+            loss = log_norm - onehot.where(shifted, 0.0).sum(-1)
+            logp = shifted - log_norm.unsqueeze(-1)
+        keep = (Y != ignore_index).cast(loss.dtype)
         if label_smoothing:  # (1 - s) * nll + s * (mean of -logp over the classes)
             loss = loss * (1 - label_smoothing) - logp.mean(-1) * label_smoothing
         loss = loss * keep

@@ -1,4 +1,4 @@
-"""Merge elementwise kernels over one loop nest into one kernel with several outputs.
+"""Merge kernels over one loop nest into one kernel with several outputs.
 
 In: a rangeified FUNCTION body (rangeify.py): views over AFTER(buffer, CALL(kernel, out, inputs...)) nodes, each
 kernel storing one output (KernelInfo.outputs == 1).
@@ -6,11 +6,14 @@ Out: the same body where a group of such CALLs became one CALL(kernel, out_0, ..
 loops once and stores every member's value (SINK(END...(GROUP(STORE...)))), KernelInfo.outputs = n, PARAMs 0..n-1
 the outputs and the rest the inputs of all members. Every AFTER of a member's CALL names the merged CALL instead.
 
-Kernels merge when they are elementwise (no REDUCE), store one ungated value at the same index expression over the
-same ranges on the same device, and nothing between them orders one after the other: a member may read another
+Kernels merge when they store one ungated value at the same index expression over the same ranges on the same
+device, at most one of them reduces, and nothing between them orders one after the other: a member may read another
 member's output only at the element it stores (the load becomes the stored value: an optimizer step's moments feed
-its update), and reads no buffer another member writes. An Adam step's m, v and parameter updates of one weight
-are one kernel instead of three; two outputs of one shape computed from the same inputs are one loop.
+its update, and a gradient summed over the batch feeds the moments in the kernel that sums it), reads no buffer
+another member writes, and reads no kernel that reads a member (through other kernels and groups: merged, they would
+wait on each other). An Adam step's gradient, m, v and parameter updates of one weight are one kernel instead of
+four; a matmul kept for the backward and the activation computed from it are one; two outputs of one shape computed
+from the same inputs are one loop.
 """
 
 from __future__ import annotations
@@ -56,12 +59,13 @@ def kernel_outputs(ast: UOp) -> int:
     return ast.arg.outputs if isinstance(ast.arg, KernelInfo) else 1
 
 
-_Kernel = tuple[UOp, UOp, tuple[UOp, ...]]  # a mergeable kernel's store, its index and its ranges (outermost first)
+# a mergeable kernel's store, its index, its ranges (outermost first) and whether it reduces
+_Kernel = tuple[UOp, UOp, tuple[UOp, ...], bool]
 
 
 def _kernel_of(call: UOp) -> _Kernel | None:
-    """(store, value index, ranges outermost first) of a CALL's kernel that can merge: one ungated STORE into its
-    PARAM 0 at the end of its END chain, and no REDUCE; None otherwise."""
+    """(store, value index, ranges outermost first, reduces) of a CALL's kernel that can merge: one ungated STORE
+    into its PARAM 0 at the end of its END chain; None otherwise."""
     ast = call.src[0]
     if ast.op is not Ops.SINK or len(ast.src) != 1 or not isinstance(ast.arg, KernelInfo) or ast.arg.outputs != 1:
         return None
@@ -70,9 +74,10 @@ def _kernel_of(call: UOp) -> _Kernel | None:
         return None
     if (p := e.src[0].src[0]).op is not Ops.PARAM or p.arg.slot != 0:
         return None
-    if any(u.op in (Ops.REDUCE, Ops.STORE) and u is not e for u in ast.toposort()):
+    topo = ast.toposort()
+    if any(u.op is Ops.STORE and u is not e for u in topo):
         return None
-    return e, e.src[0].src[1], tuple(ranges)
+    return e, e.src[0].src[1], tuple(ranges), any(u.op is Ops.REDUCE for u in topo)
 
 
 def _base(u: UOp) -> UOp:
@@ -95,19 +100,82 @@ def _call_deps(*args: UOp) -> list[UOp]:
     return out
 
 
-class _Group:
-    """Calls to merge into one kernel, in run order, the position of the first in the body's topological order, and
-    the memories its members write and read (`mem`: a placeholder's memory, one for arguments that alias)."""
+class _Graph:
+    """The CALLs of a body in topological order and the groups formed so far: what a cycle check walks."""
 
-    def __init__(self, call: UOp, pos: int, ops: int, mem: Callable[[UOp], object]):
-        self.calls, self.first, self.ops, self.mem = [call], pos, ops, mem
+    def __init__(self, calls: list[UOp], strict: bool):
+        self.calls, self.strict = calls, strict
+        self.pos = {c: i for i, c in enumerate(calls)}
+        self.group_of: dict[UOp, _Group] = {}
+        self._deps: dict[UOp, list[UOp]] = {}
+
+    def deps(self, call: UOp) -> list[UOp]:
+        """The CALLs `call`'s arguments name directly (remembered)."""
+        if (known := self._deps.get(call)) is None:
+            known = self._deps[call] = _call_deps(*call.src[1:])
+        return known
+
+    def reaches(self, starts: list[UOp], group: _Group) -> bool:
+        """Whether a member of `group` is among `starts` or what they read through other CALLs, a CALL of another
+        group standing for all its members (those are one kernel). The walk stops at CALLs (and groups) that end
+        before the group's first member: a group of such an early CALL that reaches past the first member is missed,
+        so the groups are checked once formed (acyclic). Strict: any CALL run after the first member counts (the
+        check before the groups could take kernels from far apart: never a cycle)."""
+        if self.strict:
+            return any(self.pos[c] >= group.first for c in starts)
+        members, seen, stack = set(group.calls), set(), list(starts)
+        while stack:
+            c = stack.pop()
+            if c in members:
+                return True
+            g = self.group_of.get(c)
+            key: object = c if g is None else g
+            if key in seen or (self.pos[c] if g is None else g.last) < group.first:
+                continue
+            seen.add(key)
+            for m in [c] if g is None else g.calls:
+                stack.extend(self.deps(m))
+        return False
+
+    def acyclic(self) -> bool:
+        """Whether the kernels, a group standing for its members, wait on each other in no cycle (Kahn's sort)."""
+        node = lambda c: self.group_of.get(c, c)  # noqa: E731
+        edges: dict[object, set[object]] = {}
+        indegree: dict[object, int] = {node(c): 0 for c in self.calls}
+        for c in self.calls:
+            for d in self.deps(c):
+                a, b = node(d), node(c)
+                if a is not b and b not in (out := edges.setdefault(a, set())):
+                    out.add(b)
+                    indegree[b] += 1
+        ready = [n for n, k in indegree.items() if k == 0]
+        done = 0
+        while ready:
+            n = ready.pop()
+            done += 1
+            for m in edges.get(n, ()):
+                indegree[m] -= 1
+                if indegree[m] == 0:
+                    ready.append(m)
+        return done == len(indegree)
+
+
+class _Group:
+    """Calls to merge into one kernel, in run order, the positions of the first and the last in the body's
+    topological order, and the memories its members write and read (`mem`: a placeholder's memory, one for arguments
+    that alias)."""
+
+    def __init__(self, call: UOp, graph: _Graph, ops: int, mem: Callable[[UOp], object], reduces: bool):
+        self.calls, self.ops, self.mem, self.reduces = [call], ops, mem, reduces
+        self.first = self.last = graph.pos[call]
         self.outs = {mem(call.src[1])}
         self.reads = {mem(a) for a in call.src[2:]}
         self.inputs = set(call.src[2:])
+        graph.group_of[call] = self
 
-    def admits(self, call: UOp, idx: UOp, pos: dict[UOp, int], ops: int, max_ops: int) -> bool:
+    def admits(self, call: UOp, idx: UOp, graph: _Graph, ops: int, max_ops: int, reduces: bool) -> bool:
         """Whether `call` can join: see the module doc."""
-        if len(self.calls) >= MAX_MEMBERS or self.ops + ops > max_ops:
+        if len(self.calls) >= MAX_MEMBERS or self.ops + ops > max_ops or (reduces and self.reduces):
             return False
         if len(self.inputs | set(call.src[2:])) > MAX_INPUTS:
             return False
@@ -116,6 +184,7 @@ class _Group:
             return False
         if any(d in members for d in _call_deps(call.src[1])):  # its output waits for a member: ordered after it
             return False
+        outside: list[UOp] = []
         for k, a in enumerate(call.src[2:], start=1):
             deps = _call_deps(a)
             if inside := [d for d in deps if d in members]:
@@ -125,13 +194,17 @@ class _Group:
                     return False
             elif self.mem(a) in self.outs:
                 return False  # reads the old value of a buffer a member writes
-            if any(pos[d] >= self.first for d in deps if d not in members):
-                return False  # might be computed from a member: merging could close a cycle
-        return True
+            outside += [d for d in deps if d not in members]
+        # a CALL it reads that is computed from a member (through other kernels): merged, the two would wait on each
+        # other. (`call` is the newest CALL: no kernel reads it yet.)
+        return not graph.reaches(outside, self)
 
-    def add(self, call: UOp, ops: int) -> None:
+    def add(self, call: UOp, graph: _Graph, ops: int, reduces: bool) -> None:
         self.calls.append(call)
+        self.last = graph.pos[call]
+        graph.group_of[call] = self
         self.ops += ops
+        self.reduces |= reduces
         self.outs.add(self.mem(call.src[1]))
         self.reads |= {self.mem(a) for a in call.src[2:]}
         self.inputs |= set(call.src[2:])
@@ -174,7 +247,7 @@ def _merged_call(calls: list[UOp], kernels: dict[UOp, _Kernel]) -> UOp:
     stores: list[UOp] = []
     ranges: tuple[UOp, ...] = ()
     for j, call in enumerate(calls):
-        store, idx, ranges = kernels[call]
+        store, idx, ranges, _ = kernels[call]
         ast, mapping = call.src[0], {}
         topo = ast.toposort()
         params = {u.arg.slot: u for u in topo if u.op is Ops.PARAM and u.arg.name is None}
@@ -210,6 +283,34 @@ def _ops(ast: UOp) -> int:
     )
 
 
+def _form_groups(
+    calls: list[UOp],
+    graph: _Graph,
+    kernels: dict[UOp, _Kernel],
+    facts: dict[UOp, tuple[_Kernel | None, int]],
+    mem: Callable[[UOp], object],
+    max_ops: int,
+) -> list[_Group]:
+    """The groups of `calls` (in topological order), each joining the open group of its store's index, ranges,
+    device and kind while that group admits it."""
+    open_groups: dict[tuple, _Group] = {}
+    groups: list[_Group] = []
+    for call in calls:
+        if (k := kernels.get(call)) is None:
+            continue
+        store, idx, ranges, reduces = k
+        ops = facts[call.src[0]][1]
+        # bool outputs apart: their lanes stay scalar (isel vectorizes no bools), the others' would with them
+        key = (store.src[0].src[0].arg.device, idx, ranges, store.src[1].dtype is dtypes.bool)
+        g = open_groups.get(key)
+        if g is not None and g.admits(call, idx, graph, ops, max_ops, reduces):
+            g.add(call, graph, ops, reduces)
+            continue
+        g = open_groups[key] = _Group(call, graph, ops, mem, reduces)
+        groups.append(g)
+    return groups
+
+
 def merge_kernels(out: UOp, aliases: tuple[tuple[int, ...], ...], max_ops: int) -> UOp:
     """Merge the mergeable kernels under `out` (a rangeified body's TUPLE); see the module doc. `aliases`: the
     argument slots that name one buffer (alias_groups); a merged kernel has at most `max_ops` / MERGED_OPS_SHARE ALU
@@ -221,29 +322,21 @@ def merge_kernels(out: UOp, aliases: tuple[tuple[int, ...], ...], max_ops: int) 
         return ("aliased", group_of[p.arg.slot]) if p.op is Ops.PARAM and p.arg.slot in group_of else p
 
     calls = [u for u in out.toposort(gate=lambda x: x.op is not Ops.SINK) if u.op is Ops.CALL]
-    pos = {c: i for i, c in enumerate(calls)}
-    open_groups: dict[tuple, _Group] = {}
-    groups: list[_Group] = []
     kernels: dict[UOp, _Kernel] = {}
     # what each kernel AST tells (mergeable: its store, index and ranges; its ops), once per AST: an unrolled loop
     # runs the same few kernels on other buffers (an LSTMCell step: 6k calls of about 100 ASTs)
     facts: dict[UOp, tuple[_Kernel | None, int]] = {}
-    for i, call in enumerate(calls):
+    for call in calls:
         if (known := facts.get(call.src[0])) is None:
             k = _kernel_of(call)
             known = facts[call.src[0]] = (k, _ops(call.src[0]) if k is not None else 0)
-        k, ops = known
-        if k is None:
-            continue
-        store, idx, ranges = kernels[call] = k
-        # bool outputs apart: their lanes stay scalar (isel vectorizes no bools), the others' would with them
-        key = (store.src[0].src[0].arg.device, idx, ranges, store.src[1].dtype is dtypes.bool)
-        g = open_groups.get(key)
-        if g is not None and g.admits(call, idx, pos, ops, max_ops // MERGED_OPS_SHARE):
-            g.add(call, ops)
-            continue
-        g = open_groups[key] = _Group(call, i, ops, mem)
-        groups.append(g)
+        if known[0] is not None:
+            kernels[call] = known[0]
+    graph = _Graph(calls, strict=False)
+    groups = _form_groups(calls, graph, kernels, facts, mem, max_ops // MERGED_OPS_SHARE)
+    if not graph.acyclic():  # (rare) groups that wait on each other through kernels of other groups
+        graph = _Graph(calls, strict=True)
+        groups = _form_groups(calls, graph, kernels, facts, mem, max_ops // MERGED_OPS_SHARE)
     alias = {}
     for g in groups:
         if len(g.calls) > 1:
