@@ -190,11 +190,29 @@ def test_a_reduction_and_what_reads_it_at_its_element_are_one_kernel(device, sha
     x = rand(shape)
     a = Tensor(x, device=device).realize()
     r = a.sum(1)
-    c = (r * 0.5).exp() + r
+    c = (r * 0.5).maximum(r.abs().sqrt()) + r
     assert run(r, c) == (0 if 0 in shape[:1] else 1)
     want = x.sum(1)
     np.testing.assert_allclose(r.numpy(), want, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(c.numpy(), np.exp(want * 0.5) + want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c.numpy(), np.maximum(want * 0.5, np.sqrt(np.abs(want))) + want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_costly_value_of_a_reduction_keeps_its_own_kernel(device):
+    """A transcendental function of the sum (or more than EPILOGUE_OPS ops) in the reduction's kernel would be
+    computed in its register tile, unrolled: it stays a kernel of its own (an LSTMCell's gates and their matmul)."""
+    x = rand((9, 13))
+    a = Tensor(x, device=device).realize()
+    r = a.sum(1)
+    c = r.exp()
+    assert run(r, c) == 2
+    np.testing.assert_allclose(c.numpy(), np.exp(x.sum(1)), rtol=1e-5)
+    r = a.max(1)
+    y, want = r, x.max(1)
+    for k in range(merge.EPILOGUE_OPS // 2 + 1):
+        y, want = y * 1.001 + k, want * np.float32(1.001) + np.float32(k)
+    assert run(r, y) == 2
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-5)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -237,12 +255,12 @@ def test_groups_that_would_wait_on_each_other_are_found():
     graph = merge._Graph(calls, strict=False)
     assert graph.acyclic()
     mem = lambda u: u  # noqa: E731
-    g1 = merge._Group(a, graph, 1, mem, False)
-    g2 = merge._Group(b, graph, 1, mem, False)
-    g1.add(d, graph, 1, False)
+    g1 = merge._Group(a, graph, 1, mem, merge.LIGHT)
+    g2 = merge._Group(b, graph, 1, mem, merge.LIGHT)
+    g1.add(d, graph, 1, merge.LIGHT)
     assert graph.acyclic()  # {a, d} then b: b reads a, nothing reads b
-    g2.add(c, graph, 1, False)  # {b, c}: b reads a in {a, d}, d reads c in {b, c}
+    g2.add(c, graph, 1, merge.LIGHT)  # {b, c}: b reads a in {a, d}, d reads c in {b, c}
     assert not graph.acyclic()
     # the strict check refuses d in a's group: it reads c, a kernel run after a
     strict = merge._Graph(calls, strict=True)
-    assert strict.reaches([c], merge._Group(a, strict, 1, mem, False))
+    assert strict.reaches([c], merge._Group(a, strict, 1, mem, merge.LIGHT), walk=True)

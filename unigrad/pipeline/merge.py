@@ -7,12 +7,14 @@ loops once and stores every member's value (SINK(END...(GROUP(STORE...)))), Kern
 the outputs and the rest the inputs of all members. Every AFTER of a member's CALL names the merged CALL instead.
 
 Kernels merge when they store one ungated value at the same index expression over the same ranges on the same
-device, at most one of them reduces, and nothing between them orders one after the other: a member may read another
-member's output only at the element it stores (the load becomes the stored value: an optimizer step's moments feed
-its update, and a gradient summed over the batch feeds the moments in the kernel that sums it), reads no buffer
-another member writes, and reads no kernel that reads a member (through other kernels and groups: merged, they would
-wait on each other). An Adam step's gradient, m, v and parameter updates of one weight are one kernel instead of
-four; a matmul kept for the backward and the activation computed from it are one; two outputs of one shape computed
+device, at most one of them reduces (and then the others are light: few ops, no transcendental function of the loop
+indices, which the reduction's register tile would copy), and nothing between them orders one after the other: a
+member may read another member's output only at the element it stores (the load becomes the stored value: an
+optimizer step's moments feed its update, and a gradient summed over the batch feeds the moments in the kernel that
+sums it), reads no buffer another member writes, and reads no kernel run after the first member (with a reduction:
+no kernel that reads a member through other kernels and groups, as an optimizer's step count is not; a grouping with
+a cycle falls back to the first rule). An Adam step's gradient, m, v and parameter updates of one weight are one
+kernel instead of four; a matmul kept for the backward and the ReLU of it are one; two outputs of one shape computed
 from the same inputs are one loop.
 """
 
@@ -59,13 +61,21 @@ def kernel_outputs(ast: UOp) -> int:
     return ast.arg.outputs if isinstance(ast.arg, KernelInfo) else 1
 
 
-# a mergeable kernel's store, its index, its ranges (outermost first) and whether it reduces
-_Kernel = tuple[UOp, UOp, tuple[UOp, ...], bool]
+# a mergeable kernel's store, its index, its ranges (outermost first) and its kind: REDUCE (it reduces), LIGHT (an
+# elementwise value a reduction's kernel may also compute: no transcendental function of its loop indices, at most
+# EPILOGUE_OPS ops that depend on them) or HEAVY (elementwise, not light)
+_Kernel = tuple[UOp, UOp, tuple[UOp, ...], str]
+REDUCE, LIGHT, HEAVY = "reduce", "light", "heavy"
+# a light value's ops that depend on the loop indices, at most. More, or a transcendental one, in a reduction's kernel
+# (a matmul's register tile, unrolled) costs more than its own kernel: an LSTMCell's gates under g @ W_hh, 120 us
+# apart, 313 us in one
+EPILOGUE_OPS = 64
+COSTLY_EPILOGUE = GroupOp.Transcendental - {Ops.SQRT}  # (a square root is one instruction)
 
 
 def _kernel_of(call: UOp) -> _Kernel | None:
-    """(store, value index, ranges outermost first, reduces) of a CALL's kernel that can merge: one ungated STORE
-    into its PARAM 0 at the end of its END chain; None otherwise."""
+    """(store, value index, ranges outermost first, kind) of a CALL's kernel that can merge: one ungated STORE into
+    its PARAM 0 at the end of its END chain; None otherwise."""
     ast = call.src[0]
     if ast.op is not Ops.SINK or len(ast.src) != 1 or not isinstance(ast.arg, KernelInfo) or ast.arg.outputs != 1:
         return None
@@ -77,7 +87,15 @@ def _kernel_of(call: UOp) -> _Kernel | None:
     topo = ast.toposort()
     if any(u.op is Ops.STORE and u is not e for u in topo):
         return None
-    return e, e.src[0].src[1], tuple(ranges), any(u.op is Ops.REDUCE for u in topo)
+    if any(u.op is Ops.REDUCE for u in topo):
+        return e, e.src[0].src[1], tuple(ranges), REDUCE
+    varying: set[UOp] = set()  # what depends on a loop index (sources come first in topo)
+    for u in topo:
+        if u.op is Ops.RANGE or any(s in varying for s in u.src):
+            varying.add(u)
+    alu = [u for u in varying if u.op in GroupOp.ALU]
+    light = len(alu) <= EPILOGUE_OPS and not any(u.op in COSTLY_EPILOGUE for u in alu)
+    return e, e.src[0].src[1], tuple(ranges), LIGHT if light else HEAVY
 
 
 def _base(u: UOp) -> UOp:
@@ -104,7 +122,7 @@ class _Graph:
     """The CALLs of a body in topological order and the groups formed so far: what a cycle check walks."""
 
     def __init__(self, calls: list[UOp], strict: bool):
-        self.calls, self.strict = calls, strict
+        self.calls, self.strict = calls, strict  # strict: reaches() never walks
         self.pos = {c: i for i, c in enumerate(calls)}
         self.group_of: dict[UOp, _Group] = {}
         self._deps: dict[UOp, list[UOp]] = {}
@@ -115,13 +133,14 @@ class _Graph:
             known = self._deps[call] = _call_deps(*call.src[1:])
         return known
 
-    def reaches(self, starts: list[UOp], group: _Group) -> bool:
+    def reaches(self, starts: list[UOp], group: _Group, walk: bool) -> bool:
         """Whether a member of `group` is among `starts` or what they read through other CALLs, a CALL of another
         group standing for all its members (those are one kernel). The walk stops at CALLs (and groups) that end
         before the group's first member: a group of such an early CALL that reaches past the first member is missed,
-        so the groups are checked once formed (acyclic). Strict: any CALL run after the first member counts (the
-        check before the groups could take kernels from far apart: never a cycle)."""
-        if self.strict:
+        so the groups are checked once formed (acyclic). Without `walk` (or strict), any CALL run after the first
+        member counts: never a cycle, and kernels of one shape far apart in an unrolled loop stay apart (walking,
+        an LSTMCell step's elementwise kernels merged in 70 variants to compile instead of 46)."""
+        if self.strict or not walk:
             return any(self.pos[c] >= group.first for c in starts)
         members, seen, stack = set(group.calls), set(), list(starts)
         while stack:
@@ -165,17 +184,20 @@ class _Group:
     topological order, and the memories its members write and read (`mem`: a placeholder's memory, one for arguments
     that alias)."""
 
-    def __init__(self, call: UOp, graph: _Graph, ops: int, mem: Callable[[UOp], object], reduces: bool):
-        self.calls, self.ops, self.mem, self.reduces = [call], ops, mem, reduces
+    def __init__(self, call: UOp, graph: _Graph, ops: int, mem: Callable[[UOp], object], kind: str):
+        self.calls, self.ops, self.mem = [call], ops, mem
+        self.reduces, self.heavy = kind == REDUCE, kind == HEAVY
         self.first = self.last = graph.pos[call]
         self.outs = {mem(call.src[1])}
         self.reads = {mem(a) for a in call.src[2:]}
         self.inputs = set(call.src[2:])
         graph.group_of[call] = self
 
-    def admits(self, call: UOp, idx: UOp, graph: _Graph, ops: int, max_ops: int, reduces: bool) -> bool:
+    def admits(self, call: UOp, idx: UOp, graph: _Graph, ops: int, max_ops: int, kind: str) -> bool:
         """Whether `call` can join: see the module doc."""
-        if len(self.calls) >= MAX_MEMBERS or self.ops + ops > max_ops or (reduces and self.reduces):
+        if len(self.calls) >= MAX_MEMBERS or self.ops + ops > max_ops:
+            return False
+        if self.reduces and kind != LIGHT or kind == REDUCE and self.heavy:
             return False
         if len(self.inputs | set(call.src[2:])) > MAX_INPUTS:
             return False
@@ -197,14 +219,15 @@ class _Group:
             outside += [d for d in deps if d not in members]
         # a CALL it reads that is computed from a member (through other kernels): merged, the two would wait on each
         # other. (`call` is the newest CALL: no kernel reads it yet.)
-        return not graph.reaches(outside, self)
+        return not graph.reaches(outside, self, walk=self.reduces or kind == REDUCE)
 
-    def add(self, call: UOp, graph: _Graph, ops: int, reduces: bool) -> None:
+    def add(self, call: UOp, graph: _Graph, ops: int, kind: str) -> None:
         self.calls.append(call)
         self.last = graph.pos[call]
         graph.group_of[call] = self
         self.ops += ops
-        self.reduces |= reduces
+        self.reduces |= kind == REDUCE
+        self.heavy |= kind == HEAVY
         self.outs.add(self.mem(call.src[1]))
         self.reads |= {self.mem(a) for a in call.src[2:]}
         self.inputs |= set(call.src[2:])
@@ -298,15 +321,15 @@ def _form_groups(
     for call in calls:
         if (k := kernels.get(call)) is None:
             continue
-        store, idx, ranges, reduces = k
+        store, idx, ranges, kind = k
         ops = facts[call.src[0]][1]
         # bool outputs apart: their lanes stay scalar (isel vectorizes no bools), the others' would with them
         key = (store.src[0].src[0].arg.device, idx, ranges, store.src[1].dtype is dtypes.bool)
         g = open_groups.get(key)
-        if g is not None and g.admits(call, idx, graph, ops, max_ops, reduces):
-            g.add(call, graph, ops, reduces)
+        if g is not None and g.admits(call, idx, graph, ops, max_ops, kind):
+            g.add(call, graph, ops, kind)
             continue
-        g = open_groups[key] = _Group(call, graph, ops, mem, reduces)
+        g = open_groups[key] = _Group(call, graph, ops, mem, kind)
         groups.append(g)
     return groups
 
