@@ -3,7 +3,7 @@
 Workloads (sizes in FULL below; `--quick` uses QUICK for CI smoke runs: arrays 16x smaller, fewer runs):
 
   1. elementwise   (a * b + c).relu() * 0.5 + a on 16M float32: 5 ops over 3 inputs
-  2. sum           a.sum() of 16M float32
+  2. sum           a.sum() of 16M float32; and of two such arrays in turn (each call reads from memory)
   3. softmax       row softmax of 4096x4096 float32 (numpy: exp(x - max) / sum)
   4. matmul        a @ b, float32, n = 512, 1024, 2048
   5. conv2d        batch 32, 32 -> 64 channels, 3x3, 32x32 input, padding 1: forward, and forward + backward
@@ -11,15 +11,15 @@ Workloads (sizes in FULL below; `--quick` uses QUICK for CI smoke runs: arrays 1
                    (sliding windows + tensordot)
   6. MLP step      one Adam training step of a 64 -> 128 -> 10 MLP on scikit-learn's digits, batch 64, eager and
                    under TinyJit (its losses must equal the eager step's exactly) (the
-                   batch is not shrunk by --quick); numpy n/a. The eager step runs 23 kernels (issue 34 asks 12),
-                   each a kernel of its own because: 6 matmuls (x W1, h W2; dh = dlogits W2 under the ReLU mask;
-                   dW1, dW2; dx, the batch's .grad, which tinygrad's backward gives every unmarked leaf and which is
-                   computed before the weights it reads are written); 2 bias-gradient sums; h = relu(x W1 + b1),
-                   read by two matmuls; 3 row reductions of the cross-entropy (max, sum of exp, the target's
-                   logit), each read back per element; dlogits, read by three matmuls; the count of labels kept
-                   (ignore_index) and the per-sample weights from it; the per-sample loss and its mean; the step
-                   counter; one merged m, v and weight update per parameter (4: kernels of different loop bounds do
-                   not merge); the label range check (one reduction, read back)
+                   batch is not shrunk by --quick); numpy n/a. The eager step runs 14 kernels (issue 34 asks 12),
+                   each a kernel of its own because: x W1 (kept for the ReLU's mask) with h = relu(x W1 + b1) in one,
+                   read by two matmuls; the logits h W2; the row max (with the per-sample gradient scale), the row
+                   sum of exp and the loss (with the step counter), each a reduction of its own; the gradient of
+                   the logits, read by three matmuls; dh = dlogits W2 under the mask; dx, the batch's .grad, which
+                   tinygrad's backward gives every unmarked leaf and which is computed before the weights it reads
+                   are written; the count of labels kept (ignore_index) and the label range check, two reductions
+                   of the labels; and per parameter one kernel summing its gradient over the batch and updating m,
+                   v and the weight from it (4: kernels of different loop bounds do not merge)
   7. overhead      build and realize a fresh 200-op elementwise graph on 4-element tensors (bench.micro's chain)
                    with warm schedule and program caches: unigrad's Python cost per graph; numpy and torch run
                    the same chain eagerly
@@ -308,7 +308,20 @@ def bench_sum(s: Sizes) -> list[Row]:
     ok = check("sum", out.numpy(), a.sum(dtype=np.float64), rtol=1e-5, atol=0)
     check("sum hand-written C", partials().sum(dtype=np.float64), a.sum(dtype=np.float64), rtol=1e-5, atol=0)
     name = f"sum, {n / 2**20:g}M f32"
-    return [Row("sum", name, ug, np_t, th_t, machine=c_t, work=4 * n, unit="GB/s", ok=ok)]
+    rows = [Row("sum", name, ug, np_t, th_t, machine=c_t, work=4 * n, unit="GB/s", ok=ok)]
+    # The same array summed again and again is partly in the L3 cache from the call before (64 MiB against 32):
+    # a read that leaves its lines there (torch's) gains from it, one that streams past the caches (ours: the
+    # non-temporal prefetch) does not. Two arrays in turn read from memory on every call, as a program's sum of a
+    # fresh big tensor does.
+    b = a[::-1].copy()
+    turns = {k: itertools.cycle(pair) for k, pair in (("ug", (ua, Tensor(b).realize())), ("np", (a, b)))}
+    turns["th"] = itertools.cycle((ta, torch.from_numpy(b)))
+    ug2, out2, _ = measure_unigrad(lambda: next(turns["ug"]).sum().realize(), s)
+    ok2 = check("sum in turn", out2.numpy(), a.sum(dtype=np.float64), rtol=1e-5, atol=0) if out2 is not None else None
+    np2, _ = measure(lambda: next(turns["np"]).sum(), s)
+    th2, _ = measure(lambda: next(turns["th"]).sum(), s)
+    rows.append(Row("sum_memory", name + ", two arrays in turn", ug2, np2, th2, work=4 * n, unit="GB/s", ok=ok2))
+    return rows
 
 
 def softmax_numpy(x: np.ndarray) -> np.ndarray:
