@@ -61,7 +61,7 @@ REBASE = _knob(
     "REBASE", int, 1, "1: kernels that differ only in where their read-only slices start share one program (0: never)"
 )
 MERGE_KERNELS = _knob(
-    "MERGE_KERNELS", int, 1, "1: elementwise kernels over one loop nest merge into one of several outputs (0: never)"
+    "MERGE_KERNELS", int, 1, "1: kernels over one loop nest merge into one of several outputs (0: never)"
 )
 SCHEDULE_CACHE = _knob("SCHEDULE_CACHE", int, 1024, "schedules kept in memory; the least recently used go past it")
 CC = _knob("CC", str, "", "C compiler for the CPU device; empty picks gcc if present, else cc, else clang")

@@ -409,12 +409,14 @@ _grad_siblings: weakref.WeakValueDictionary[int, Tensor] = weakref.WeakValueDict
 def _with_grad_siblings(ts: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
     """ts, after the unrealized sibling gradients when one of ts is a gradient from backward() or when the realize
     writes a buffer (an assign: `p.data -= lr * p.grad` one parameter at a time). The gradients read the values of
-    before the write, as torch's, computed at backward(), do: they come first, and kernels run in output order."""
+    before the write, as torch's, computed at backward(), do: they come first, and kernels run in output order. The
+    last leaves' first, as torch's backward gives them (a network's last layers): DistributedDataParallel starts
+    their buckets' all-reduce while the earlier layers' kernels run."""
     if not _assign_owner and not any(_grad_siblings.get(id(t)) is t for t in ts):
         return ts
     siblings = [g for g in _grad_siblings.values() if not _is_buffer_view(g.uop) and all(g is not t for t in ts)]
     _grad_siblings.clear()
-    return (*siblings, *ts)
+    return (*siblings[::-1], *ts)
 
 
 @record(eq=False)

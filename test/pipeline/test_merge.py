@@ -264,3 +264,18 @@ def test_groups_that_would_wait_on_each_other_are_found():
     # the strict check refuses d in a's group: it reads c, a kernel run after a
     strict = merge._Graph(calls, strict=True)
     assert strict.reaches([c], merge._Group(a, strict, 1, mem, merge.LIGHT), walk=True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n", [1, 7, 64, 1000])
+def test_small_full_reductions_are_one_kernel(device, n):
+    """Full reductions (one output each) of few values run as loops one after the other in one kernel, whatever their
+    dtypes (a loss and its labels' range check); over more than SMALL_REDUCE values each is its own kernel."""
+    x, y = rand((n,)), np.random.default_rng(1).integers(-3, 9, (3, n))
+    a, b = Tensor(x, device=device).realize(), Tensor(y, device=device).realize()
+    s, m, bad = a.sum(), (a * 2).max(), (b > 5).any()
+    assert run(s, m, bad) == 1
+    np.testing.assert_allclose(s.numpy(), x.sum(), rtol=1e-5, atol=1e-6)
+    assert m.item() == (x * 2).max() and bad.item() == bool((y > 5).any())
+    big = Tensor(rand((merge.SMALL_REDUCE + 1,)), device=device).realize()
+    assert run(big.sum(), big.max()) >= 2

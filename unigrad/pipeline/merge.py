@@ -8,7 +8,8 @@ the outputs and the rest the inputs of all members. Every AFTER of a member's CA
 
 Kernels merge when they store one ungated value at the same index expression over the same ranges on the same
 device, at most one of them reduces (and then the others are light: few ops, no transcendental function of the loop
-indices, which the reduction's register tile would copy), and nothing between them orders one after the other: a
+indices, which the reduction's register tile would copy) unless all are full reductions of few values or light (loops
+one after the other, each over its own RANGEs: a loss and its labels' range check), and nothing between them orders one after the other: a
 member may read another member's output only at the element it stores (the load becomes the stored value: an
 optimizer step's moments feed its update, and a gradient summed over the batch feeds the moments in the kernel that
 sums it), reads no buffer another member writes, and reads no kernel run after the first member (with a reduction:
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from unigrad import config
 from unigrad.dtype import dtypes
 from unigrad.helpers import LRUCache
-from unigrad.ir.args import AddrSpace, KernelInfo, ParamArg
+from unigrad.ir.args import AddrSpace, AxisType, KernelInfo, ParamArg
 from unigrad.ir.ops import TRANSCENDENTAL_OPS, GroupOp, Ops
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.expand import end_chain
@@ -66,11 +67,15 @@ def kernel_outputs(ast: UOp) -> int:
 # EPILOGUE_OPS ops that depend on them) or HEAVY (elementwise, not light)
 _Kernel = tuple[UOp, UOp, tuple[UOp, ...], str]
 REDUCE, LIGHT, HEAVY = "reduce", "light", "heavy"
+SMALL = "small"  # a full reduction of at most SMALL_REDUCE values: it reduces, but merges with others of its kind
 # a light value's ops that depend on the loop indices, at most. More, or a transcendental one, in a reduction's kernel
 # (a matmul's register tile, unrolled) costs more than its own kernel: an LSTMCell's gates under g @ W_hh, 120 us
 # apart, 313 us in one
 EPILOGUE_OPS = 64
 COSTLY_EPILOGUE = GroupOp.Transcendental - {Ops.SQRT}  # (a square root is one instruction)
+# full reductions (one output) of at most this many values each merge with each other (a loss's count of targets and
+# its labels' range check: two loops in one kernel, no launch between them); bigger ones split over the cores
+SMALL_REDUCE = 1 << 14
 
 
 def _kernel_of(call: UOp) -> _Kernel | None:
@@ -88,6 +93,8 @@ def _kernel_of(call: UOp) -> _Kernel | None:
     if any(u.op is Ops.STORE and u is not e for u in topo):
         return None
     if any(u.op is Ops.REDUCE for u in topo):
+        if not ranges and _small_reduce(topo):
+            return e, e.src[0].src[1], (), SMALL
         return e, e.src[0].src[1], tuple(ranges), REDUCE
     varying: set[UOp] = set()  # what depends on a loop index (sources come first in topo)
     for u in topo:
@@ -96,6 +103,17 @@ def _kernel_of(call: UOp) -> _Kernel | None:
     alu = [u for u in varying if u.op in GroupOp.ALU]
     light = len(alu) <= EPILOGUE_OPS and not any(u.op in COSTLY_EPILOGUE for u in alu)
     return e, e.src[0].src[1], tuple(ranges), LIGHT if light else HEAVY
+
+
+def _small_reduce(topo: list[UOp]) -> bool:
+    """Whether the kernel's reduce loops run at most SMALL_REDUCE iterations in all (their bounds known)."""
+    n = 1
+    for u in topo:
+        if u.op is Ops.RANGE and u.arg.axis_type is AxisType.REDUCE:
+            if u.src[0].op is not Ops.CONST:
+                return False
+            n *= u.src[0].arg[0]
+    return n <= SMALL_REDUCE
 
 
 def _base(u: UOp) -> UOp:
@@ -186,7 +204,8 @@ class _Group:
 
     def __init__(self, call: UOp, graph: _Graph, ops: int, mem: Callable[[UOp], object], kind: str):
         self.calls, self.ops, self.mem = [call], ops, mem
-        self.reduces, self.heavy = kind == REDUCE, kind == HEAVY
+        self.reduces, self.heavy = kind in (REDUCE, SMALL), kind == HEAVY
+        self.small = kind in (SMALL, LIGHT)  # every member a small full reduction or light
         self.first = self.last = graph.pos[call]
         self.outs = {mem(call.src[1])}
         self.reads = {mem(a) for a in call.src[2:]}
@@ -197,7 +216,9 @@ class _Group:
         """Whether `call` can join: see the module doc."""
         if len(self.calls) >= MAX_MEMBERS or self.ops + ops > max_ops:
             return False
-        if self.reduces and kind != LIGHT or kind == REDUCE and self.heavy:
+        if kind == SMALL and self.small:
+            pass  # full reductions of few values: loops one after the other
+        elif self.reduces and kind != LIGHT or kind in (REDUCE, SMALL) and self.heavy:
             return False
         if len(self.inputs | set(call.src[2:])) > MAX_INPUTS:
             return False
@@ -219,15 +240,16 @@ class _Group:
             outside += [d for d in deps if d not in members]
         # a CALL it reads that is computed from a member (through other kernels): merged, the two would wait on each
         # other. (`call` is the newest CALL: no kernel reads it yet.)
-        return not graph.reaches(outside, self, walk=self.reduces or kind == REDUCE)
+        return not graph.reaches(outside, self, walk=self.reduces or kind in (REDUCE, SMALL))
 
     def add(self, call: UOp, graph: _Graph, ops: int, kind: str) -> None:
         self.calls.append(call)
         self.last = graph.pos[call]
         graph.group_of[call] = self
         self.ops += ops
-        self.reduces |= kind == REDUCE
+        self.reduces |= kind in (REDUCE, SMALL)
         self.heavy |= kind == HEAVY
+        self.small &= kind in (SMALL, LIGHT)
         self.outs.add(self.mem(call.src[1]))
         self.reads |= {self.mem(a) for a in call.src[2:]}
         self.inputs |= set(call.src[2:])
@@ -269,10 +291,16 @@ def _merged_call(calls: list[UOp], kernels: dict[UOp, _Kernel]) -> UOp:
     stored: dict[UOp, UOp] = {}  # a member's CALL -> its stored value in the merged kernel
     stores: list[UOp] = []
     ranges: tuple[UOp, ...] = ()
+    next_id = 0  # a member's reduce loops get ids no other member's loops have (their bounds may be equal)
     for j, call in enumerate(calls):
         store, idx, ranges, _ = kernels[call]
         ast, mapping = call.src[0], {}
         topo = ast.toposort()
+        loops = [u for u in topo if u.op is Ops.RANGE and u not in ranges]
+        if j:
+            for u in loops:
+                mapping[u] = UOp.range(u.src[0], next_id + u.arg.id, u.arg.axis_type)
+        next_id += 1 + max((u.arg.id for u in topo if u.op is Ops.RANGE), default=0)
         params = {u.arg.slot: u for u in topo if u.op is Ops.PARAM and u.arg.name is None}
         for k, a in enumerate(call.src[2:], start=1):
             if k not in params:
@@ -324,7 +352,7 @@ def _form_groups(
         store, idx, ranges, kind = k
         ops = facts[call.src[0]][1]
         # bool outputs apart: their lanes stay scalar (isel vectorizes no bools), the others' would with them
-        key = (store.src[0].src[0].arg.device, idx, ranges, store.src[1].dtype is dtypes.bool)
+        key = (store.src[0].src[0].arg.device, idx, ranges, bool(ranges) and store.src[1].dtype is dtypes.bool)
         g = open_groups.get(key)
         if g is not None and g.admits(call, idx, graph, ops, max_ops, kind):
             g.add(call, graph, ops, kind)
