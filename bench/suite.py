@@ -11,16 +11,15 @@ Workloads (sizes in FULL below; `--quick` uses QUICK for CI smoke runs: arrays 1
                    (sliding windows + tensordot)
   6. MLP step      one Adam training step of a 64 -> 128 -> 10 MLP on scikit-learn's digits, batch 64, eager and
                    under TinyJit (its losses must equal the eager step's exactly) (the
-                   batch is not shrunk by --quick); numpy n/a. The eager step runs 13 kernels (issue 34 asks 12),
-                   each a kernel of its own because: x W1 (kept for the ReLU's mask) with h = relu(x W1 + b1) in one,
-                   read by two matmuls; the logits h W2; the row max (with the per-sample gradient scale) and the row
-                   sum of exp, each a reduction read back per element; the loss (with the step counter and the
-                   labels' range check, three full reductions); the count of labels kept (ignore_index), read by the
-                   loss and the gradient scale; the gradient of the logits, read by three matmuls; dh = dlogits W2
-                   under the mask; dx, the batch's .grad, which tinygrad's backward gives every unmarked leaf and
-                   which is computed before the weights it reads are written; and per parameter one kernel summing
-                   its gradient over the batch and updating m, v and the weight from it (4: kernels of different
-                   loop bounds do not merge)
+                   batch is not shrunk by --quick); numpy n/a. The eager step runs 12 kernels (issue 34 asks at most
+                   12), each a kernel of its own because: x W1 (kept for the ReLU's mask) with h = relu(x W1 + b1) in
+                   one, read by two matmuls; the logits h W2; the row max and the row sum of exp, each a reduction
+                   read back per element; the loss with the count of labels kept (ignore_index), the step counter and
+                   the labels' range check (four full reductions of few values: one kernel); the gradient of the
+                   logits, read by three matmuls; dh = dlogits W2 under the mask; dx, the batch's .grad, which
+                   tinygrad's backward gives every unmarked leaf and which is computed before the weights it reads
+                   are written; and per parameter one kernel summing its gradient over the batch and updating m, v
+                   and the weight from it (4: kernels of different loop bounds do not merge)
   7. overhead      build and realize a fresh 200-op elementwise graph on 4-element tensors (bench.micro's chain)
                    with warm schedule and program caches: unigrad's Python cost per graph; numpy and torch run
                    the same chain eagerly

@@ -330,11 +330,12 @@ def test_reduce_read_by_two_kernels_is_computed_once(shape, loss_fn):
 @pytest.mark.parametrize("n", [1, 9, 512])
 def test_costly_value_under_overlapping_windows_is_materialized(n):
     """softmax(x).cumsum(-1): the cumsum's windows are an EXPAND of the padded probabilities, so fused, each
-    probability (an exp and a division) was recomputed once per window that holds it. It gets its own kernel."""
+    probability (an exp and a division) was recomputed once per window that holds it. It gets its own kernel, unless
+    the windows hold fewer than SMALL_BROADCAST values in all (3 x 9 x 9: recomputing costs less than a kernel)."""
     xn = np.random.default_rng(2).standard_normal((3, n)).astype(np.float32)
     x = Tensor(xn).realize()
     out = x.softmax(-1).cumsum(-1)
-    if n >= 9:  # windows of 3 or more positions: recomputing would copy each value MIN_RECOMPUTE_FACTOR times
+    if n == 512:  # 3 x 32 blocks of 16 x 16 windows (the cumsum's blocked scan): each value copied 16 times
         divides = [[u.op for u in k.toposort()] for k in _kernels(out) if any(u.op is Ops.RECIP for u in k.toposort())]
         assert len(divides) == 1 and Ops.REDUCE not in divides[0]  # the probabilities: once, in their own kernel
     p = np.exp(xn - xn.max(-1, keepdims=True))
@@ -351,6 +352,21 @@ def test_arange_under_a_broadcast_stays_index_math(n):
     out = (x.reshape(1, n) * earlier).sum(1)
     assert len(_kernels(out)) == 1
     np.testing.assert_allclose(out.numpy(), np.tril(np.broadcast_to(xn, (n, n)), -1).sum(1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rows,kernels", [(6, 1), (64, 1), (700, 2)])
+def test_costly_value_broadcast_over_few_elements_is_recomputed(rows, kernels):
+    """A value of many ops broadcast over a row of 10 (a per-sample scale of a loss's gradient) is recomputed in the
+    kernel that reads it when the broadcast has fewer than SMALL_BROADCAST elements (a kernel launch costs more), and
+    materialized in a kernel of its own when it has more."""
+    rng = np.random.default_rng(4)
+    xn, yn = rng.standard_normal((rows, 10)).astype(np.float32), rng.random(rows).astype(np.float32) + 0.5
+    x, y = Tensor(xn).realize(), Tensor(yn).realize()
+    scale = ((y * 3 - 1).abs() + 2).sqrt() * (y + 1) / (y * y + 1)
+    out = x * scale.reshape(rows, 1)
+    assert len(_kernels(out)) == kernels
+    want = np.sqrt(np.abs(yn * 3 - 1) + 2) * (yn + 1) / (yn * yn + 1)
+    np.testing.assert_allclose(out.numpy(), xn * want[:, None], rtol=1e-5, atol=1e-6)
 
 
 def test_cheap_value_under_a_matmul_stays_fused(a):

@@ -14,7 +14,8 @@ value stays that view of the written buffer.
 Kernel split: outputs (unless a plain reshape of an input or an assigned view), LOADs (contiguous / copy to a
 device), REDUCEs whose result is broadcast back by an EXPAND (they would be recomputed per element otherwise), big
 REDUCEs under a transcendental (a register tile would copy it per element: a Linear under a GELU), costly
-elementwise values broadcast by an EXPAND (many buffers or ops, or a transcendental: the same reason) or padded to
+elementwise values broadcast by an EXPAND to a few thousand elements or more (many buffers or ops, or a
+transcendental: the same reason) or padded to
 twice their size or more (a cat of chunks: the padded kernel computes each chunk at every element), elementwise
 values that read many buffers or compute two transcendentals or more and feed two kernels or more (a residual
 stream; an LSTM's cell state, elementwise through time), REDUCEs that feed two kernels or more (recomputed, each kernel would round them its own way), and big REDUCEs reduced again by another REDUCE (a
@@ -57,6 +58,9 @@ NESTED_WORK = 1 << 18
 MIN_RECOMPUTE_FACTOR = 8
 RECOMPUTE_LOADS = 3
 RECOMPUTE_OPS = 8
+# ... unless the broadcast has fewer than SMALL_BROADCAST elements: recomputing a few thousand values costs less than
+# a kernel launch (a cross-entropy's per-sample gradient scale over a batch of 64 x 10 logits)
+SMALL_BROADCAST = 1 << 12
 MIN_PAD_FACTOR = 2  # ... and so is one under a PAD that makes it this many times bigger (a cat of two chunks or more)
 SHARED_LOADS = 4  # an elementwise value two kernels read is materialized when it reads this many buffers
 SHARED_TRANSCENDENTALS = 2  # ... or computes this many transcendentals (an LSTM's cell state: sigmoids and a tanh)
@@ -566,7 +570,7 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
     # LayerNorm under a Linear: once per output feature; softmax's probabilities under @ v: once per head dim;
     # through other views too: a cumsum's or a pool's overlapping windows are an EXPAND of a padded value)
     for u in topo:
-        if u.op is Ops.EXPAND and _broadcast_factor(u) >= MIN_RECOMPUTE_FACTOR:
+        if u.op is Ops.EXPAND and _broadcast_factor(u) >= MIN_RECOMPUTE_FACTOR and not _small(u):
             v = view_base(u.src[0])
             if v.op in GroupOp.ALU and v not in realize and _costly(v, realize):
                 realize.add(v)
@@ -719,6 +723,13 @@ def _cap_kernel_bodies(topo: list[UOp], realize: set[UOp]) -> None:
             realize.add(u)  # its consumers read it from a buffer: their bodies start again from nothing
         elif parts:
             body[u] = (base, nodes, heavy, big)
+
+
+def _small(u: UOp) -> bool:
+    """Whether u has fewer than SMALL_BROADCAST elements (known): recomputing a value for each of them costs less
+    than a kernel of its own."""
+    n = prod(u.shape)
+    return isinstance(n, int) and n < SMALL_BROADCAST
 
 
 def _broadcast_factor(e: UOp) -> int:
