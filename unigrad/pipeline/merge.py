@@ -8,15 +8,15 @@ the outputs and the rest the inputs of all members. Every AFTER of a member's CA
 
 Kernels merge when they store one ungated value at the same index expression over the same ranges on the same
 device, at most one of them reduces (and then the others are light: few ops, no transcendental function of the loop
-indices, which the reduction's register tile would copy) unless all are full reductions of few values or light (loops
-one after the other, each over its own RANGEs: a loss and its labels' range check), and nothing between them orders one after the other: a
-member may read another member's output only at the element it stores (the load becomes the stored value: an
-optimizer step's moments feed its update, and a gradient summed over the batch feeds the moments in the kernel that
-sums it), reads no buffer another member writes, and reads no kernel run after the first member (with a reduction:
-no kernel that reads a member through other kernels and groups, as an optimizer's step count is not; a grouping with
-a cycle falls back to the first rule). An Adam step's gradient, m, v and parameter updates of one weight are one
-kernel instead of four; a matmul kept for the backward and the ReLU of it are one; two outputs of one shape computed
-from the same inputs are one loop.
+indices, which the reduction's register tile would copy) unless all are full reductions of few values or light
+(loops one after the other, each over its own RANGEs: a loss and its labels' range check), and nothing between them
+orders one after the other: a member may read another member's output only at the element it stores (the load
+becomes the stored value: an optimizer step's moments feed its update, and a gradient summed over the batch feeds the
+moments in the kernel that sums it), reads no buffer another member writes, and reads no kernel run after the first
+member (with a reduction: no kernel that reads a member through other kernels and groups, as an optimizer's step
+count is not; a grouping with a cycle falls back to the first rule). An Adam step's gradient, m, v and parameter
+updates of one weight are one kernel instead of four; a matmul kept for the backward and the ReLU of it are one; two
+outputs of one shape computed from the same inputs are one loop.
 """
 
 from __future__ import annotations
