@@ -314,12 +314,12 @@ def bench_sum(s: Sizes) -> list[Row]:
     # non-temporal prefetch) does not. Two arrays in turn read from memory on every call, as a program's sum of a
     # fresh big tensor does.
     b = a[::-1].copy()
-    turns = {k: itertools.cycle(pair) for k, pair in (("ug", (ua, Tensor(b).realize())), ("np", (a, b)))}
-    turns["th"] = itertools.cycle((ta, torch.from_numpy(b)))
-    ug2, out2, _ = measure_unigrad(lambda: next(turns["ug"]).sum().realize(), s)
+    ug_turn = itertools.cycle((ua, Tensor(b).realize()))
+    np_turn, th_turn = itertools.cycle((a, b)), itertools.cycle((ta, torch.from_numpy(b)))
+    ug2, out2, _ = measure_unigrad(lambda: next(ug_turn).sum().realize(), s)
     ok2 = check("sum in turn", out2.numpy(), a.sum(dtype=np.float64), rtol=1e-5, atol=0) if out2 is not None else None
-    np2, _ = measure(lambda: next(turns["np"]).sum(), s)
-    th2, _ = measure(lambda: next(turns["th"]).sum(), s)
+    np2, _ = measure(lambda: next(np_turn).sum(), s)
+    th2, _ = measure(lambda: next(th_turn).sum(), s)
     rows.append(Row("sum_memory", name + ", two arrays in turn", ug2, np2, th2, work=4 * n, unit="GB/s", ok=ok2))
     return rows
 

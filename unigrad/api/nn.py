@@ -310,15 +310,8 @@ class NNMixin:
             raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
         c = self.shape[axis]
         w = NNMixin._class_weight(self, weight, "cross_entropy")
-        if not probabilities and c:
-            shifted, log_norm = self._log_normalizer(axis)
-            nll = shifted._nll(Y, w, ignore_index, reduction, "cross_entropy", log_norm)
-            if not label_smoothing:
-                return nll
-            logp = shifted - log_norm.unsqueeze(axis)
-        else:
-            logp = self.log_softmax(axis)
         if probabilities:
+            logp = self.log_softmax(axis)
             p = Y.cast(self.dtype)
             if label_smoothing:
                 p = p * (1 - label_smoothing) + label_smoothing / c
@@ -326,10 +319,11 @@ class NNMixin:
             if reduction == "mean":  # over the targets (all the input's elements but the class dim)
                 return loss.sum() / (self.numel() // c) if self.numel() else loss.sum() * math.nan
             return NNMixin._reduce_loss(loss, reduction, "cross_entropy")
-        if not c:
-            nll = logp._nll(Y, w, ignore_index, reduction, "cross_entropy")
-            if not label_smoothing:
-                return nll
+        shifted, log_norm = self._log_normalizer(axis)
+        nll = shifted._nll(Y, w, ignore_index, reduction, "cross_entropy", log_norm)
+        if not label_smoothing:
+            return nll
+        logp = shifted - log_norm.unsqueeze(axis)
         keep = (Y != ignore_index).cast(self.dtype) if ignore_index is not None else Y.ones_like().cast(self.dtype)
         smooth = -(logp if w is None else logp * w).sum(axis) * keep
         if reduction == "mean":
@@ -357,8 +351,11 @@ class NNMixin:
 
     def _log_normalizer(self: Tensor, axis: int) -> tuple[Tensor, Tensor]:
         """(x - max, log(sum(exp(x - max)))) along `axis` (the second without it): log_softmax(x) is their
-        difference. The max is detached: any shift gives the same result."""
+        difference. The max is detached: any shift gives the same result. Over an empty axis (no class), x and zeros:
+        log_softmax gives x itself there."""
         x = self._float()
+        if _empty_axis(x, axis, "log_softmax"):
+            return x, x.sum(axis)
         shifted = x - x.max(axis, keepdim=True).detach()
         return shifted, shifted.exp().sum(axis).log()
 
@@ -448,14 +445,10 @@ class NNMixin:
         NNMixin._check_target(self, Y, self.ndim - 1, "sparse_categorical_crossentropy")
         n = self.shape[-1]
         NNMixin._check_classes(Y, n, ignore_index, "sparse_categorical_crossentropy")
-        if not n:
-            logp = self.log_softmax(-1)
-            loss = -(logp * (Y.unsqueeze(-1) == self._class_range(n)).cast(logp.dtype)).sum(-1)
-        else:  # -log_softmax at the label, as log_norm - shifted: see _nll
-            shifted, log_norm = self._log_normalizer(-1)
-            onehot = Y.unsqueeze(-1) == self._class_range(n)
-            loss = log_norm - onehot.where(shifted, 0.0).sum(-1)
-            logp = shifted - log_norm.unsqueeze(-1)
+        shifted, log_norm = self._log_normalizer(-1)  # -log_softmax at the label, as log_norm - shifted: see _nll
+        onehot = Y.unsqueeze(-1) == self._class_range(n)
+        loss = log_norm - onehot.where(shifted, 0.0).sum(-1)
+        logp = shifted - log_norm.unsqueeze(-1)
         keep = (Y != ignore_index).cast(loss.dtype)
         if label_smoothing:  # (1 - s) * nll + s * (mean of -logp over the classes)
             loss = loss * (1 - label_smoothing) - logp.mean(-1) * label_smoothing

@@ -207,11 +207,12 @@ def verify_function(fn: UOp) -> None:
 
 KERNEL_OPS = GroupOp.ALU | {Ops.SINK, Ops.END, Ops.STORE, Ops.INDEX, Ops.LOAD, Ops.RANGE, Ops.CONST, Ops.PARAM}
 KERNEL_OPS = KERNEL_OPS | {Ops.REDUCE, Ops.STACK, Ops.BITCAST}
-KERNEL_OPS = KERNEL_OPS | {Ops.GROUP}  # ... and merge's GROUP of the stores of a kernel of several outputs
-# ... and a GPU kernel's: SPECIAL indices, LOCAL arrays' BARRIERs (gpudims), IF blocks (gates_to_ifs)
-# ... and expand's GROUPs (the copies of an upcast body, the updates of an accumulator group), a tensor core's WMMA
-EXPANDED_OPS = (KERNEL_OPS - {Ops.REDUCE}) | {Ops.AFTER, Ops.SPECIAL, Ops.BARRIER, Ops.IF, Ops.ENDIF}
-EXPANDED_OPS = EXPANDED_OPS | {Ops.GROUP, Ops.WMMA}
+# ... and GROUPs: merge's (the stores of a kernel of several outputs), later expand's (the copies of an upcast body,
+# the updates of an accumulator group)
+KERNEL_OPS = KERNEL_OPS | {Ops.GROUP}
+# ... and a GPU kernel's: SPECIAL indices, LOCAL arrays' BARRIERs (gpudims), IF blocks (gates_to_ifs); a tensor core's
+# WMMA
+EXPANDED_OPS = (KERNEL_OPS - {Ops.REDUCE}) | {Ops.AFTER, Ops.SPECIAL, Ops.BARRIER, Ops.IF, Ops.ENDIF, Ops.WMMA}
 
 
 def _verify_lowered(sink: UOp, allowed: frozenset[Ops] | set[Ops], stage: str) -> None:

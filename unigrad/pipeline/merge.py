@@ -22,10 +22,11 @@ outputs of one shape computed from the same inputs are one loop.
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import Enum, auto
 
 from unigrad import config
 from unigrad.dtype import dtypes
-from unigrad.helpers import LRUCache
+from unigrad.helpers import LRUCache, record
 from unigrad.ir.args import AddrSpace, AxisType, KernelInfo, ParamArg
 from unigrad.ir.ops import TRANSCENDENTAL_OPS, GroupOp, Ops
 from unigrad.ir.uop import UOp
@@ -62,12 +63,27 @@ def kernel_outputs(ast: UOp) -> int:
     return ast.arg.outputs if isinstance(ast.arg, KernelInfo) else 1
 
 
-# a mergeable kernel's store, its index, its ranges (outermost first) and its kind: REDUCE (it reduces), LIGHT (an
-# elementwise value a reduction's kernel may also compute: no transcendental function of its loop indices, at most
-# EPILOGUE_OPS ops that depend on them) or HEAVY (elementwise, not light)
-_Kernel = tuple[UOp, UOp, tuple[UOp, ...], str]
-REDUCE, LIGHT, HEAVY = "reduce", "light", "heavy"
-SMALL = "small"  # a full reduction of at most SMALL_REDUCE values: it reduces, but merges with others of its kind
+class Kind(Enum):
+    """What a mergeable kernel computes, which decides the kernels it may share a loop nest with (_mixable)."""
+
+    LIGHT = auto()  # elementwise, a value a reduction's kernel may also compute: see EPILOGUE_OPS
+    HEAVY = auto()  # elementwise, not light
+    REDUCE = auto()  # it reduces
+    SMALL = auto()  # a full reduction (one output) of at most SMALL_REDUCE values
+
+
+@record(frozen=True)
+class _Kernel:
+    """A mergeable kernel: its STORE, the index it stores at, its ranges (outermost first), its kind and its ALU ops
+    (a transcendental counting TRANSCENDENTAL_OPS, as rangeify counts a body)."""
+
+    store: UOp
+    idx: UOp
+    ranges: tuple[UOp, ...]
+    kind: Kind
+    ops: int
+
+
 # a light value's ops that depend on the loop indices, at most. More, or a transcendental one, in a reduction's kernel
 # (a matmul's register tile, unrolled) costs more than its own kernel: an LSTMCell's gates under g @ W_hh, 120 us
 # apart, 313 us in one
@@ -79,8 +95,8 @@ SMALL_REDUCE = 1 << 14
 
 
 def _kernel_of(call: UOp) -> _Kernel | None:
-    """(store, value index, ranges outermost first, kind) of a CALL's kernel that can merge: one ungated STORE into
-    its PARAM 0 at the end of its END chain; None otherwise."""
+    """A CALL's kernel as it merges, when it can: one ungated STORE into its PARAM 0 at the end of its END chain;
+    None otherwise."""
     ast = call.src[0]
     if ast.op is not Ops.SINK or len(ast.src) != 1 or not isinstance(ast.arg, KernelInfo) or ast.arg.outputs != 1:
         return None
@@ -92,17 +108,28 @@ def _kernel_of(call: UOp) -> _Kernel | None:
     topo = ast.toposort()
     if any(u.op is Ops.STORE and u is not e for u in topo):
         return None
+    return _Kernel(e, e.src[0].src[1], tuple(ranges), _kind(topo, bool(ranges)), _ops(topo))
+
+
+def _kind(topo: list[UOp], has_ranges: bool) -> Kind:
+    """The kind of a kernel (its nodes in topological order; has_ranges: it stores more than one element)."""
     if any(u.op is Ops.REDUCE for u in topo):
-        if not ranges and _small_reduce(topo):
-            return e, e.src[0].src[1], (), SMALL
-        return e, e.src[0].src[1], tuple(ranges), REDUCE
+        return Kind.REDUCE if has_ranges or not _small_reduce(topo) else Kind.SMALL
     varying: set[UOp] = set()  # what depends on a loop index (sources come first in topo)
     for u in topo:
         if u.op is Ops.RANGE or any(s in varying for s in u.src):
             varying.add(u)
     alu = [u for u in varying if u.op in GroupOp.ALU]
-    light = len(alu) <= EPILOGUE_OPS and not any(u.op in COSTLY_EPILOGUE for u in alu)
-    return e, e.src[0].src[1], tuple(ranges), LIGHT if light else HEAVY
+    return Kind.LIGHT if len(alu) <= EPILOGUE_OPS and not any(u.op in COSTLY_EPILOGUE for u in alu) else Kind.HEAVY
+
+
+def _mixable(kinds: list[Kind]) -> bool:
+    """Whether kernels of these kinds may be one: small full reductions and light values (loops one after the
+    other), or at most one reduction and then only light values beside it."""
+    if all(k in (Kind.SMALL, Kind.LIGHT) for k in kinds):
+        return True
+    reductions = sum(k in (Kind.REDUCE, Kind.SMALL) for k in kinds)
+    return reductions == 0 or (reductions == 1 and Kind.HEAVY not in kinds)
 
 
 def _small_reduce(topo: list[UOp]) -> bool:
@@ -112,7 +139,7 @@ def _small_reduce(topo: list[UOp]) -> bool:
         if u.op is Ops.RANGE and u.arg.axis_type is AxisType.REDUCE:
             if u.src[0].op is not Ops.CONST:
                 return False
-            n *= u.src[0].arg[0]
+            n *= u.src[0].arg.value
     return n <= SMALL_REDUCE
 
 
@@ -176,12 +203,12 @@ class _Graph:
 
     def acyclic(self) -> bool:
         """Whether the kernels, a group standing for its members, wait on each other in no cycle (Kahn's sort)."""
-        node = lambda c: self.group_of.get(c, c)  # noqa: E731
+        group_of = self.group_of
         edges: dict[object, set[object]] = {}
-        indegree: dict[object, int] = {node(c): 0 for c in self.calls}
+        indegree: dict[object, int] = {group_of.get(c, c): 0 for c in self.calls}
         for c in self.calls:
             for d in self.deps(c):
-                a, b = node(d), node(c)
+                a, b = group_of.get(d, d), group_of.get(c, c)
                 if a is not b and b not in (out := edges.setdefault(a, set())):
                     out.add(b)
                     indegree[b] += 1
@@ -202,23 +229,17 @@ class _Group:
     topological order, and the memories its members write and read (`mem`: a placeholder's memory, one for arguments
     that alias)."""
 
-    def __init__(self, call: UOp, graph: _Graph, ops: int, mem: Callable[[UOp], object], kind: str):
-        self.calls, self.ops, self.mem = [call], ops, mem
-        self.reduces, self.heavy = kind in (REDUCE, SMALL), kind == HEAVY
-        self.small = kind in (SMALL, LIGHT)  # every member a small full reduction or light
+    def __init__(self, call: UOp, graph: _Graph, ops: int, mem: Callable[[UOp], object], kind: Kind):
+        self.calls, self.ops, self.mem, self.kinds = [call], ops, mem, [kind]
         self.first = self.last = graph.pos[call]
         self.outs = {mem(call.src[1])}
         self.reads = {mem(a) for a in call.src[2:]}
         self.inputs = set(call.src[2:])
         graph.group_of[call] = self
 
-    def admits(self, call: UOp, idx: UOp, graph: _Graph, ops: int, max_ops: int, kind: str) -> bool:
+    def admits(self, call: UOp, idx: UOp, graph: _Graph, ops: int, max_ops: int, kind: Kind) -> bool:
         """Whether `call` can join: see the module doc."""
-        if len(self.calls) >= MAX_MEMBERS or self.ops + ops > max_ops:
-            return False
-        if kind == SMALL and self.small:
-            pass  # full reductions of few values: loops one after the other
-        elif self.reduces and kind != LIGHT or kind in (REDUCE, SMALL) and self.heavy:
+        if len(self.calls) >= MAX_MEMBERS or self.ops + ops > max_ops or not _mixable([*self.kinds, kind]):
             return False
         if len(self.inputs | set(call.src[2:])) > MAX_INPUTS:
             return False
@@ -240,16 +261,15 @@ class _Group:
             outside += [d for d in deps if d not in members]
         # a CALL it reads that is computed from a member (through other kernels): merged, the two would wait on each
         # other. (`call` is the newest CALL: no kernel reads it yet.)
-        return not graph.reaches(outside, self, walk=self.reduces or kind in (REDUCE, SMALL))
+        reduces = any(k in (Kind.REDUCE, Kind.SMALL) for k in (*self.kinds, kind))
+        return not graph.reaches(outside, self, walk=reduces)
 
-    def add(self, call: UOp, graph: _Graph, ops: int, kind: str) -> None:
+    def add(self, call: UOp, graph: _Graph, ops: int, kind: Kind) -> None:
         self.calls.append(call)
+        self.kinds.append(kind)
         self.last = graph.pos[call]
         graph.group_of[call] = self
         self.ops += ops
-        self.reduces |= kind in (REDUCE, SMALL)
-        self.heavy |= kind == HEAVY
-        self.small &= kind in (SMALL, LIGHT)
         self.outs.add(self.mem(call.src[1]))
         self.reads |= {self.mem(a) for a in call.src[2:]}
         self.inputs |= set(call.src[2:])
@@ -293,7 +313,7 @@ def _merged_call(calls: list[UOp], kernels: dict[UOp, _Kernel]) -> UOp:
     ranges: tuple[UOp, ...] = ()
     next_id = 0  # a member's reduce loops get ids no other member's loops have (their bounds may be equal)
     for j, call in enumerate(calls):
-        store, idx, ranges, _ = kernels[call]
+        store, ranges = kernels[call].store, kernels[call].ranges
         ast, mapping = call.src[0], {}
         topo = ast.toposort()
         loops = [u for u in topo if u.op is Ops.RANGE and u not in ranges]
@@ -327,18 +347,15 @@ def _merged_call(calls: list[UOp], kernels: dict[UOp, _Kernel]) -> UOp:
     return UOp(Ops.CALL, (sink, *(c.src[1] for c in calls), *inputs))
 
 
-def _ops(ast: UOp) -> int:
-    """A kernel's ALU ops, a transcendental counting TRANSCENDENTAL_OPS (as rangeify counts a body)."""
-    return sum(
-        TRANSCENDENTAL_OPS if u.op in GroupOp.Transcendental else 1 for u in ast.toposort() if u.op in GroupOp.ALU
-    )
+def _ops(topo: list[UOp]) -> int:
+    """A kernel's ALU ops (its nodes), a transcendental counting TRANSCENDENTAL_OPS (as rangeify counts a body)."""
+    return sum(TRANSCENDENTAL_OPS if u.op in GroupOp.Transcendental else 1 for u in topo if u.op in GroupOp.ALU)
 
 
 def _form_groups(
     calls: list[UOp],
     graph: _Graph,
     kernels: dict[UOp, _Kernel],
-    facts: dict[UOp, tuple[_Kernel | None, int]],
     mem: Callable[[UOp], object],
     max_ops: int,
 ) -> list[_Group]:
@@ -349,17 +366,23 @@ def _form_groups(
     for call in calls:
         if (k := kernels.get(call)) is None:
             continue
-        store, idx, ranges, kind = k
-        ops = facts[call.src[0]][1]
         # bool outputs apart: their lanes stay scalar (isel vectorizes no bools), the others' would with them
-        key = (store.src[0].src[0].arg.device, idx, ranges, bool(ranges) and store.src[1].dtype is dtypes.bool)
+        key = (
+            k.store.src[0].src[0].arg.device,
+            k.idx,
+            k.ranges,
+            bool(k.ranges) and k.store.src[1].dtype is dtypes.bool,
+        )
         g = open_groups.get(key)
-        if g is not None and g.admits(call, idx, graph, ops, max_ops, kind):
-            g.add(call, graph, ops, kind)
+        if g is not None and g.admits(call, k.idx, graph, k.ops, max_ops, k.kind):
+            g.add(call, graph, k.ops, k.kind)
             continue
-        g = open_groups[key] = _Group(call, graph, ops, mem, kind)
+        g = open_groups[key] = _Group(call, graph, k.ops, mem, k.kind)
         groups.append(g)
     return groups
+
+
+_UNSEEN = object()  # a kernel AST not yet looked at (None: looked at, not mergeable)
 
 
 def merge_kernels(out: UOp, aliases: tuple[tuple[int, ...], ...], max_ops: int) -> UOp:
@@ -374,20 +397,19 @@ def merge_kernels(out: UOp, aliases: tuple[tuple[int, ...], ...], max_ops: int) 
 
     calls = [u for u in out.toposort(gate=lambda x: x.op is not Ops.SINK) if u.op is Ops.CALL]
     kernels: dict[UOp, _Kernel] = {}
-    # what each kernel AST tells (mergeable: its store, index and ranges; its ops), once per AST: an unrolled loop
-    # runs the same few kernels on other buffers (an LSTMCell step: 6k calls of about 100 ASTs)
-    facts: dict[UOp, tuple[_Kernel | None, int]] = {}
+    # what each kernel AST tells, once per AST: an unrolled loop runs the same few kernels on other buffers (an
+    # LSTMCell step: 6k calls of about 100 ASTs)
+    facts: dict[UOp, _Kernel | None] = {}
     for call in calls:
-        if (known := facts.get(call.src[0])) is None:
-            k = _kernel_of(call)
-            known = facts[call.src[0]] = (k, _ops(call.src[0]) if k is not None else 0)
-        if known[0] is not None:
-            kernels[call] = known[0]
+        if (k := facts.get(call.src[0], _UNSEEN)) is _UNSEEN:
+            k = facts[call.src[0]] = _kernel_of(call)
+        if k is not None:
+            kernels[call] = k
     graph = _Graph(calls, strict=False)
-    groups = _form_groups(calls, graph, kernels, facts, mem, max_ops // MERGED_OPS_SHARE)
+    groups = _form_groups(calls, graph, kernels, mem, max_ops // MERGED_OPS_SHARE)
     if not graph.acyclic():  # (rare) groups that wait on each other through kernels of other groups
         graph = _Graph(calls, strict=True)
-        groups = _form_groups(calls, graph, kernels, facts, mem, max_ops // MERGED_OPS_SHARE)
+        groups = _form_groups(calls, graph, kernels, mem, max_ops // MERGED_OPS_SHARE)
     alias = {}
     for g in groups:
         if len(g.calls) > 1:

@@ -570,7 +570,7 @@ def _materialize_points(body: UOp, topo: list[UOp]) -> set[UOp]:
     # LayerNorm under a Linear: once per output feature; softmax's probabilities under @ v: once per head dim;
     # through other views too: a cumsum's or a pool's overlapping windows are an EXPAND of a padded value)
     for u in topo:
-        if u.op is Ops.EXPAND and _broadcast_factor(u) >= MIN_RECOMPUTE_FACTOR and not _small(u):
+        if u.op is Ops.EXPAND and _broadcast_factor(u) >= MIN_RECOMPUTE_FACTOR and not _small_broadcast(u):
             v = view_base(u.src[0])
             if v.op in GroupOp.ALU and v not in realize and _costly(v, realize):
                 realize.add(v)
@@ -725,7 +725,7 @@ def _cap_kernel_bodies(topo: list[UOp], realize: set[UOp]) -> None:
             body[u] = (base, nodes, heavy, big)
 
 
-def _small(u: UOp) -> bool:
+def _small_broadcast(u: UOp) -> bool:
     """Whether u has fewer than SMALL_BROADCAST elements (known): recomputing a value for each of them costs less
     than a kernel of its own."""
     n = prod(u.shape)
