@@ -402,8 +402,9 @@ def test_lane_masks_fit_a_vector_register(shape: tuple, dtype: type) -> None:
 @pytest.mark.parametrize("k", [96, 384, 100])
 def test_split_accumulators_summed_by_vector_halves(dtype: type, k: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """x @ W.T puts its lanes on the reduce axis: each output's split accumulators (one vector) are summed at the
-    end by lane_sum_<type>, halving vector adds of the even and odd lanes, in expand's pairwise order: the result is
-    bit for bit the scalar tree's (rendered with lane_sums off) and numpy's within rounding."""
+    end by halving vector adds of the even and odd lanes, in expand's pairwise order; a register tile's accumulators
+    are summed together (lane_sums_<type>_x<n>: pairs of vectors halved side by side, one vector of the tile's sums):
+    the result is bit for bit the scalar tree's (rendered with lane_sums off) and numpy's within rounding."""
     x, w = rng.standard_normal((12, k)).astype(dtype), rng.standard_normal((40, k)).astype(dtype)
     results, srcs = [], []
     for default in (True, False):  # the CPU renderer as it is, then with lane_sums off
@@ -416,7 +417,34 @@ def test_split_accumulators_summed_by_vector_halves(dtype: type, k: int, monkeyp
     lanes = VECTOR_BYTES // x.dtype.itemsize
     if k % lanes == 0:
         name = "float32" if dtype is np.float32 else "float64"
-        assert f"lane_sum_{name}_v{lanes}(acc" in srcs[0], srcs[0][-3000:]
+        assert re.search(rf"lane_sums_{name}_v{lanes}_x(4|8|16)\(acc", srcs[0]), srcs[0][-3000:]
     assert "lane_sum_" not in srcs[1]
     np.testing.assert_array_equal(results[0], results[1])
     np.testing.assert_allclose(results[0], x @ w.T, rtol=1e-4 if dtype is np.float32 else 1e-12, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(8, 256), (6, 64), (5, 1), (0, 64)], ids=str)
+def test_row_sums_summed_together(dtype: type, shape: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row reduction of a few rows at once (one vector of accumulators per row) sums those rows' vectors together
+    (lane_sums_<type>_x<rows>: the pairs halved side by side, then the last vector's own halves): bit for bit the
+    scalar tree's (lane_sums off), and numpy's within rounding, on a strided view too."""
+    x = rng.standard_normal((shape[0], 2 * shape[1])).astype(dtype)
+    results, srcs = [], []
+    for default in (True, False):
+        if not default:
+            monkeypatch.setattr(CLanguage, "lane_sums", False)
+        with Context(DISABLE_COMPILER_CACHE=1):
+            rt._program_cache.clear()
+            t = Tensor(x)[:, ::2].contiguous().realize()  # from a strided view: the rows' elements two apart
+            results.append([t.sum(-1).numpy()])
+            srcs.append("\n".join(sources()))
+            results[-1].append((t * 3).max(-1).numpy())
+    if shape == (8, 256):  # rows taken a few at once (2 or 4 of float32, 4 of float64)
+        assert re.search(r"lane_sums_float(32|64)_v\d+_x\d+\(", srcs[0]), srcs[0][-3000:]
+    assert "lane_sum" not in srcs[1]
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_allclose(results[0][0], x[:, ::2].sum(-1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+    if shape[0] and shape[1]:
+        np.testing.assert_array_equal(results[0][1], (x[:, ::2] * 3).max(-1))

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from unigrad.dtype import dtypes
 from unigrad.ir.args import AxisType
 from unigrad.ir.ops import TRANSCENDENTAL_OPS, GroupOp, Ops
-from unigrad.ir.symbolic import split_terms
+from unigrad.ir.symbolic import simplify, split_terms
 from unigrad.ir.uop import UOp
 from unigrad.pipeline.decomp.transcendental import is_cheap_pow
 from unigrad.pipeline.expand import chain_tops, end_chain
@@ -133,6 +133,18 @@ def _contiguous_in(idx: UOp, r: UOp) -> bool:
     return dict(split_terms(idx)[0]).get(r) == 1
 
 
+def _contiguous_in_runs(idxs: list[UOp], r: UOp, size: int, run: int) -> bool:
+    """Every index is contiguous along the inner part of r split in runs of `run` (r = outer * run + inner): a reduce
+    axis a reshape merged from dims apart in memory (attention's context, (heads, 32) read as one axis of 384 through
+    r // 32 and r % 32) is contiguous within each run of 32, and so within runs of 16 lanes."""
+    if size % run or size <= run:
+        return False
+    top = max(u.arg.id for idx in idxs for u in idx.toposort() if u.op is Ops.RANGE)
+    outer, inner = UOp.range(size // run, top + 1, AxisType.REDUCE), UOp.range(run, top + 2, AxisType.UNROLL)
+    parts = {r: outer * UOp.index_const(run) + inner}
+    return all(_contiguous_in(simplify(idx.substitute(parts)), inner) for idx in idxs)
+
+
 def _register_tile(
     sink: UOp, outputs: list[UOp], reduce: UOp, size_of: Callable[[UOp], int], target: Target
 ) -> list[tuple[UOp, int, AxisType | None]]:
@@ -185,6 +197,8 @@ def _register_tile(
 
     varying = [idx for idx in loads if reduce in idx.toposort()]
     along_reduce = bool(varying) and all(_contiguous_in(idx, reduce) for idx in varying)
+    if varying and not along_reduce and (lanes := fit(reduce, TILE_INNER, 1)):
+        along_reduce = _contiguous_in_runs(varying, reduce, size_of(reduce), lanes)  # the UNROLL split makes the runs
     gathers = any(inner in idx.toposort() and not _contiguous_in(idx, inner) for idx in loads)
     if inner_lanes is not None and inner_lanes >= full and not (gathers and along_reduce):
         return with_inner_lanes(inner_lanes)
