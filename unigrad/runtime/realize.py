@@ -532,6 +532,7 @@ class CompiledKernel:
     device: str = ""
     _stats: tuple[int, int] | None = None
     rebased: Rebased | None = None  # a rebased kernel's offsets and values (its program is the rebased AST's)
+    shared: CompiledKernel | None = None  # a rebased kernel's: the program's own, which counts flops and mem once
 
     def __reduce__(self) -> tuple:
         """Pickled as its lowered kernel (source and signature): loading builds the program again (from the
@@ -556,6 +557,8 @@ class CompiledKernel:
         return self._counted()[1]
 
     def _counted(self) -> tuple[int, int]:
+        if self._stats is None and self.shared is not None:  # (an unrolled LSTMCell: 2269 kernels of 40 programs)
+            self._stats = self.shared._counted()
         if self._stats is None:
             graph = self.lowered.graph  # an encoded LINEAR (from the disk cache) is decoded to count, not kept
             linear = graph if isinstance(graph, UOp) else loads(graph)
@@ -620,7 +623,7 @@ def _rebased(device: str, ast: UOp) -> Rebased | None:
 
 def _at_offsets(ck: CompiledKernel, rb: Rebased) -> CompiledKernel:
     program = AtOffsets(ck.program, rb.offsets, rb.values, Device[ck.device].allocator)
-    return CompiledKernel(ck.name, program, ck.lowered, ck.device, rebased=rb)
+    return CompiledKernel(ck.name, program, ck.lowered, ck.device, rebased=rb, shared=ck)
 
 
 def precompile(device: str, asts: list[UOp]) -> None:
