@@ -414,12 +414,16 @@ def unrealize(u: UOp, memo: dict[UOp, UOp], realized: dict[UOp, UOp]) -> UOp:
 
 
 def gradients(
-    root: UOp, root_grad: UOp, targets: list[UOp], hooks: Mapping[UOp, Callable[[UOp], UOp]] | None = None
+    root: UOp,
+    root_grad: UOp,
+    targets: list[UOp],
+    hooks: Mapping[UOp, Callable[[UOp], UOp]] | None = None,
+    order: list[UOp] | None = None,
 ) -> list[UOp | None]:
     """compute_gradient for a tensor graph, seeing through realized values: the walk runs on the graphs
     that computed them, and the gradients read each such value from its buffer again. None for a target
-    the root does not depend on."""
-    order = root.toposort()
+    the root does not depend on. `order`: root.toposort() when the caller has it already."""
+    order = root.toposort() if order is None else order
     realized = dict(realized_from.items())
     if (
         realized.keys().isdisjoint(order)

@@ -1505,8 +1505,9 @@ class Tensor(
         and that is not marked requires_grad=False gets its .grad too (flavor.grad_unmarked_leaves)."""
         unmarked = flavor.current().grad_unmarked_leaves
         lone: set[int] = set()  # the user's tensors decided here: their .grad is computed only when read
+        order: list[UOp] = []  # the graph's toposort, when deciding walked it (the gradient walk reuses it)
         if unmarked or not self._requires_grad:
-            self._decide_parameters(unmarked, lone)
+            self._decide_parameters(unmarked, lone, order)
         if not self._requires_grad:
             raise RuntimeError("backward: element 0 of tensors does not require grad and does not have a grad_fn")
         root_grad = self._root_grad("backward", gradient)
@@ -1515,7 +1516,8 @@ class Tensor(
         leaves = list(_leaves.values()) + list(_retained.values())
         root, *graphs = _resolve_assigns([self.uop, *(t.uop for t in leaves)])
         with no_gc():  # the gradient graph is acyclic, freed by reference counting: the collector's passes over the
-            grads = gradients(root, root_grad, graphs, _gradient_hooks() if _hook_fns else None)  # young nodes cost 2x
+            hooks = _gradient_hooks() if _hook_fns else None  # (young nodes cost 2x)
+            grads = gradients(root, root_grad, graphs, hooks, order if order and order[-1] is root else None)
         filled = []
         for t, g in zip(leaves, grads):
             if g is not None:
@@ -1532,18 +1534,24 @@ class Tensor(
                     fn(t)
         return self
 
-    def _decide_parameters(self, unmarked: bool = False, lone: set[int] | None = None) -> bool:
+    def _decide_parameters(
+        self, unmarked: bool = False, lone: set[int] | None = None, order: list[UOp] | None = None
+    ) -> bool:
         """Turn on requires_grad of the undecided module parameters this tensor's graph reads (their forward ran
         before anything required grad), and with `unmarked` of every float leaf the user made without saying
         requires_grad (tinygrad's backward); whether there were any. A tensor that turning on realizes into its own
         buffer is replaced by that buffer in this graph, so the gradient reaches it. The ids of those not from a
-        module go into `lone` (an input batch's .grad should not be computed with the parameters' gradients)."""
+        module go into `lone` (an input batch's .grad should not be computed with the parameters' gradients).
+        `order`, when given, receives the graph's toposort if one was walked (before any replacement)."""
         pool = [t for t in _params.values() if t._requires_grad is None]
         if unmarked:  # made by the constructor, or by a factory (randn, arange): then among the results of ops
             pool += [*_unmarked.values(), *_live_made()]
         if not pool or not self.dtype.is_float:
             return False
-        nodes = set(self.uop.toposort())
+        topo = self.uop.toposort()
+        if order is not None:
+            order[:] = topo
+        nodes = set(topo)
         found = list(
             {id(t): t for t in pool if t._requires_grad is None and t.dtype.is_float and t.uop in nodes}.values()
         )
