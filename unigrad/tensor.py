@@ -1603,6 +1603,24 @@ class Tensor(
             return self
         if self.numel() == 0:  # nothing to write
             return self
+        u = self.uop
+        # a realized tensor itself (a parameter, an optimizer's state): no detach to see through, nothing expanded
+        plain = u.op is Ops.BUFFER or (u.op is Ops.RESHAPE and u.src[0].op is Ops.BUFFER)
+        target = u if plain else self._assign_target(x)
+        store = UOp(Ops.STORE, (target, x.cast(self.dtype).uop))
+        # each assign is its own event: the unique tag keeps hash-consing from returning an earlier assign with
+        # the same graph (x.assign(x + 1) twice) that already ran (callify drops the tag: one cached schedule)
+        # a view (or a detach) of a buffer another tensor owns: held until it runs (the view may be dropped at once)
+        shared = target is not self.uop or (target.op in GroupOp.View and not _is_buffer_view(target))
+        self.uop = UOp(Ops.AFTER, (target, store), tag=next(_assign_ids))
+        _assign_owner[self.uop] = self
+        if shared:
+            _view_assigns[self.uop] = self
+        return self
+
+    def _assign_target(self, x: Tensor) -> UOp:
+        """The view assign(x) stores through: this tensor's buffer (or the view of it) with DETACHes dropped, or a
+        new buffer when it has none; raises for a target several of whose elements share a memory location."""
         target = _without_detach(self.uop)  # detach() shares the buffer: an assign to it writes the tensor
         base = view_base(target)
         if base.op not in (Ops.BUFFER, Ops.AFTER):  # no buffer yet: give it one
@@ -1630,16 +1648,7 @@ class Tensor(
                 f"{cut.src[0].axis} over {self.device}: each device writes only its own block; assign to the whole "
                 "tensor (or to a view along other dims)"
             )
-        store = UOp(Ops.STORE, (target, x.cast(self.dtype).uop))
-        # each assign is its own event: the unique tag keeps hash-consing from returning an earlier assign with
-        # the same graph (x.assign(x + 1) twice) that already ran (callify drops the tag: one cached schedule)
-        # a view (or a detach) of a buffer another tensor owns: held until it runs (the view may be dropped at once)
-        shared = target is not self.uop or (target.op in GroupOp.View and not _is_buffer_view(target))
-        self.uop = UOp(Ops.AFTER, (target, store), tag=next(_assign_ids))
-        _assign_owner[self.uop] = self
-        if shared:
-            _view_assigns[self.uop] = self
-        return self
+        return target
 
     # ---------------------------------------------------------------- movement
     def reshape(self, *shape: Any) -> Tensor:
