@@ -884,7 +884,7 @@ def test_calls_with_their_own_rules_are_not_inlined_again(monkeypatch):
     assert inlined == []
 
     @function
-    def cube(t: Tensor) -> Tensor:  # no rule: its body is differentiated, inlined
+    def cube(t: Tensor) -> Tensor:  # no rule, a body of its PARAMs alone: differentiated once per trace, not inlined
         return t * t * t
 
     uy = Tensor(x, requires_grad=True)
@@ -892,4 +892,68 @@ def test_calls_with_their_own_rules_are_not_inlined_again(monkeypatch):
     ty = torch.tensor(x, requires_grad=True)
     (ty**3).tanh().sum().backward()
     np.testing.assert_allclose(uy.grad.numpy(), ty.grad.numpy(), rtol=1e-9)  # (tanh' at 8: 5e-6, rounded)
+    assert inlined == []
+    w = Tensor(x)
+
+    @function
+    def scaled(t: Tensor) -> Tensor:  # reads a buffer it closes over: its body is differentiated inlined
+        return t * w
+
+    uz = Tensor(x, requires_grad=True)
+    scaled(uz).tanh().sum().backward()
+    np.testing.assert_allclose(uz.grad.numpy(), (1 - np.tanh(x * x) ** 2) * x, rtol=1e-9)
     assert inlined == [1]
+
+
+def test_traced_calls_differentiated_once_per_trace() -> None:
+    """A call of a @function without a rule of its own, whose body reads only its arguments (an LSTM step), is
+    differentiated once per trace: its backward is one call of the VJP body (the body's gradient over PARAMs for
+    the arguments and the outputs' gradients), however many times it is called; the gradients of a recurrence of
+    such calls (two outputs, one unused at the end, a weight shared by every step, an integer argument) equal
+    torch's, at several sizes (1 and odd, a non-contiguous input), and second derivatives go through the VJP."""
+    import unigrad.gradient as grad_module
+    from unigrad.function import function
+
+    @function
+    def step(x: Tensor, h: Tensor, c: Tensor, w: Tensor, k: Tensor) -> tuple[Tensor, Tensor]:
+        pre = x + h @ w + k.cast(x.dtype)
+        c2 = pre.sigmoid() * c + pre.tanh()
+        return (c2.tanh() * pre.sigmoid()), c2
+
+    def torch_step(x, h, c, w, k):  # noqa: ANN001, ANN202
+        pre = x + h @ w + k.double()
+        c2 = pre.sigmoid() * c + pre.tanh()
+        return c2.tanh() * pre.sigmoid(), c2
+
+    gen = np.random.default_rng(5)
+    for n, d, steps in ((1, 1, 1), (3, 5, 4), (2, 7, 9)):
+        xs_np = gen.standard_normal((steps, d, n)).transpose(0, 2, 1)  # non-contiguous steps (n, d)
+        w_np, h_np = gen.standard_normal((d, d)) * 0.5, gen.standard_normal((n, d))
+        k_np = gen.integers(-2, 3, (n, d))
+        ux, uw, uh = Tensor(xs_np, requires_grad=True), Tensor(w_np, requires_grad=True), Tensor(h_np)
+        tx, tw = torch.tensor(xs_np, requires_grad=True), torch.tensor(w_np, requires_grad=True)
+        th = torch.tensor(h_np)
+        uk, tk = Tensor(k_np), torch.tensor(k_np)
+        uc, tc = uh * 0, th * 0
+        for t in range(steps):
+            uh, uc = step(ux[t], uh, uc, uw, uk)
+            th, tc = torch_step(tx[t], th, tc, tw, tk)
+        (uh * uh).sum().backward()
+        (th * th).sum().backward()
+        graph = UOp(Ops.TUPLE, (ux.grad.uop, uw.grad.uop)).toposort()
+        assert sum(u.op is Ops.FUNCTION and u.arg.name.endswith(".vjp") for u in graph) == steps  # one per call
+        np.testing.assert_allclose(ux.grad.numpy(), tx.grad.numpy(), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(uw.grad.numpy(), tw.grad.numpy(), rtol=1e-9, atol=1e-12)
+    # 9 steps of the last size, 3 VJPs: the first step's h and c need none, the last's c output gets none
+    body = list(step.traces.values())[-1].body
+    assert body in grad_module._vjps and len(grad_module._vjps[body]) == 3
+
+    @function
+    def cube(t: Tensor) -> Tensor:
+        return t * t * t
+
+    xv = np.linspace(-1.5, 2, 7)  # x.grad = 3x^2 (with its graph), then d(sum 3x^2)/dx = 6x added, as torch
+    ux2 = Tensor(xv, requires_grad=True)
+    cube(ux2).sum().backward(create_graph=True)
+    ux2.grad.sum().backward()
+    np.testing.assert_allclose(ux2.grad.numpy(), 3 * xv**2 + 6 * xv, rtol=1e-12)

@@ -8,10 +8,12 @@ non-Tensor arguments): later calls with other tensors of the same kind reuse it 
 
 Scheduling resolves a FUNCTION by substituting PARAM(k) -> a_k (inlined: it fuses with its callers), or, with
 `@function(precompile=True)`, lowers it into its own kernels (an opaque CALL: the arguments are materialized and
-the body is scheduled alone, once per body). Gradients flow through either as through the inlined code, unless
-the function has its own rule: `function(fxn, backward=bwd)` makes autodiff call `bwd(grad, *args, **kwargs)`
-(Tensors in, one gradient per Tensor argument out) instead of differentiating the body (convolutions use it: their
-gradients are convolutions, not the scatter that differentiating the sliding windows would give).
+the body is scheduled alone, once per body). Gradients flow through either as through the inlined code: a body
+that reads only its arguments is differentiated once per trace (gradient.py's VJP body: a call's backward is one
+call of it), another is inlined for the backward. A function can have its own rule instead:
+`function(fxn, backward=bwd)` makes autodiff call `bwd(grad, *args, **kwargs)` (Tensors in, one gradient per Tensor
+argument out) instead of differentiating the body (convolutions use it: their gradients are convolutions, not the
+scatter that differentiating the sliding windows would give).
 """
 
 from __future__ import annotations

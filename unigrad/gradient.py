@@ -11,6 +11,10 @@ dtype) and None means "this source gets no gradient". Elementwise sources have y
 equal-shape elementwise nodes; scalars are broadcast the way tensor.py does it (CONST -> RESHAPE to 1s ->
 EXPAND). Only float values carry gradients: a source with a non-float dtype never receives one.
 
+@function calls stay calls: one with its own rule is differentiated by it; one whose body reads only its PARAMs by a
+call of the body's vector-Jacobian product, traced once per body (`_vjp_of`: the body differentiated over its
+PARAMs, the outputs' gradients PARAMs after the arguments); other calls are inlined first.
+
 `gradients` is what tensor.py calls: compute_gradient seeing through values that realize() turned into
 buffers (a tensor that requires grad leaves its graph in `realized_from` when it is realized).
 """
@@ -23,11 +27,12 @@ import weakref
 from collections.abc import Callable, Mapping
 
 from unigrad.dtype import ConstType, dtypes
-from unigrad.ir.args import FunctionArg, LoadArg, ReduceArg
+from unigrad.helpers import record
+from unigrad.ir.args import FunctionArg, LoadArg, ParamArg, ReduceArg
 from unigrad.ir.ops import Ops
 from unigrad.ir.uop import UOp
 from unigrad.pipeline import multi
-from unigrad.pipeline.callify import inline_functions
+from unigrad.pipeline.callify import body_self_contained, inline_functions
 
 Grads = tuple[UOp | None, ...]
 GradientRule = Callable[[UOp, UOp], Grads]
@@ -318,6 +323,72 @@ def _has_rule(fn: UOp) -> bool:
     return isinstance(fn.arg, FunctionArg) and fn.arg.backward is not None
 
 
+def _kept(fn: UOp) -> bool:
+    """A call autodiff keeps as a call: one with its own rule, or one whose body is differentiated once per trace
+    (_vjp_of: a self-contained body, not precompiled)."""
+    return _has_rule(fn) or (
+        isinstance(fn.arg, FunctionArg) and not fn.arg.precompile and body_self_contained(fn.src[0])
+    )
+
+
+@record(frozen=True)
+class _VJP:
+    """A traced body's vector-Jacobian product, for one set of outputs given a gradient and of arguments asked
+    for one: `body` a TUPLE over PARAM(k) (the call's arguments, then the outputs' gradients), `arg` its
+    FunctionArg, and for each argument the TUPLE index of its gradient (None: it gets none)."""
+
+    body: UOp
+    arg: FunctionArg
+    index: tuple[int | None, ...]
+
+
+# traced body -> {(outputs with a gradient, arguments that need one): its VJP}; a body lives as long as its traces
+_vjps: weakref.WeakKeyDictionary[UOp, dict[tuple[tuple[bool, ...], tuple[bool, ...]], _VJP]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _vjp_of(fn: UOp, present: tuple[bool, ...], needs: tuple[bool, ...]) -> _VJP:
+    """The VJP body of a call of `fn` (once per traced body, gradients present and arguments needing one): the
+    body differentiated over its PARAMs, each output's gradient a PARAM after the arguments. A call's backward is
+    then one FUNCTION node (its forward recomputed inside is the forward's own nodes once inlined: hash-consing)
+    where inlining the body rebuilt and walked all of it for every call (an LSTM's 70 steps a training step)."""
+    body = fn.src[0]
+    per_body = _vjps.setdefault(body, {})
+    if (vjp := per_body.get((present, needs))) is not None:
+        return vjp
+    n = len(fn.src) - 1
+    params = {u.arg.slot: u for u in body.toposort() if u.op is Ops.PARAM and u.arg.name is None}
+    seeds: dict[UOp, UOp] = {}
+    slot = n
+    for out, given in zip(body.src, present):
+        if given:
+            g = UOp(Ops.PARAM, (UOp.shape_src(out.shape),), ParamArg(slot, out.dtype, out.device))
+            seeds[out] = g if out not in seeds else add(seeds[out], g)
+            slot += 1
+    targets = {params[k] for k in range(n) if needs[k] and k in params}
+    grads = _walk(body.toposort(), seeds, targets)
+    index: list[int | None] = []
+    outs: list[UOp] = []
+    for k in range(n):
+        g = grads.get(params[k]) if needs[k] and k in params else None
+        index.append(None if g is None else len(outs))
+        if g is not None:
+            outs.append(g)
+    arg = FunctionArg(f"{fn.arg.name}.vjp", fixed=fn.arg.fixed)
+    vjp = per_body[(present, needs)] = _VJP(UOp(Ops.TUPLE, tuple(outs)), arg, tuple(index))
+    return vjp
+
+
+def _traced_backward(fn: UOp, outs_g: tuple[UOp | None, ...], needs: tuple[bool, ...]) -> Grads:
+    """The arguments' gradients of a call of `fn` as GETTUPLEs of one call of its VJP (None where none)."""
+    vjp = _vjp_of(fn, tuple(g is not None for g in outs_g), needs)
+    if not vjp.body.src:
+        return (None,) * len(needs)
+    call = UOp(Ops.FUNCTION, (vjp.body, *fn.src[1:], *(g for g in outs_g if g is not None)), vjp.arg)
+    return tuple(None if i is None else UOp(Ops.GETTUPLE, (call,), i) for i in vjp.index)
+
+
 def compute_gradient(
     root: UOp,
     root_grad: UOp,
@@ -334,19 +405,33 @@ def compute_gradient(
     its complete gradient giving the gradient that flows on (Tensor.register_hook)."""
     if tuple(root_grad.shape) != tuple(root.shape):
         raise ValueError(f"compute_gradient: root gradient shape {root_grad.shape} != root shape {root.shape}")
-    if order is None:
-        order = root.toposort()
-    # @function calls: differentiate the inlined bodies, or use the function's own rule. The walk also reaches the
-    # calls inside bodies, so where every call has its own rule inlining changes nothing and is skipped (an unrolled
-    # LSTMCell's 2k sigmoid and tanh calls: a rebuild and a second walk of an 80k-node graph per backward)
-    if any(u.op is Ops.FUNCTION and not _has_rule(u) for u in order):
-        root = inline_functions(root, keep=_has_rule)
-        order = root.toposort()
+    return _walk(root.toposort() if order is None else order, {root: root_grad}, targets, hooks)
+
+
+def _walk(
+    order: list[UOp],
+    seeds: dict[UOp, UOp],
+    targets: set[UOp],
+    hooks: Mapping[UOp, Callable[[UOp], UOp]] | None = None,
+) -> dict[UOp, UOp]:
+    """compute_gradient's walk over `order` (the graph's toposort, its roots last) from the gradients `seeds` of
+    its roots."""
+    # @function calls: use the function's own rule, or differentiate its body once per trace (_vjp_of); a call of a
+    # body that reads a buffer (or is precompiled) is differentiated inlined. The walk also reaches the calls inside
+    # bodies, so where every call is kept inlining changes nothing and is skipped (an unrolled LSTMCell's 2k sigmoid
+    # and tanh calls: a rebuild and a second walk of an 80k-node graph per backward)
+    if any(u.op is Ops.FUNCTION and not _kept(u) for u in order):
+        roots = UOp(Ops.TUPLE, tuple(seeds))
+        inlined = inline_functions(roots, keep=_kept)
+        seeds = {new: seeds[old] for old, new in zip(roots.src, inlined.src)}
+        targets = set(targets)  # (targets are buffers and views: inlining leaves them as they are)
+        order = inlined.toposort()
     on_path: set[UOp] = set()  # nodes with a float path down to a target
     for u in order:
         if u in targets or ((u.dtype.is_float or u.op is Ops.FUNCTION) and not on_path.isdisjoint(u.src)):
             on_path.add(u)
-    grads: dict[UOp, UOp] = {root: root_grad}
+    grads: dict[UOp, UOp] = dict(seeds)
+    seeded = set(seeds.values())
     out_grads: dict[UOp, dict[int, UOp]] = {}  # FUNCTION with its own rule -> gradients of its outputs (GETTUPLEs)
     # an EXPAND's gradient terms, summed over the expanded axes EXPAND_TERMS at a time: a weight shared by the steps
     # of an unrolled recurrence is one hash-consed EXPAND, and the sum of its 199 terms under one REDUCE is one kernel
@@ -363,7 +448,11 @@ def compute_gradient(
     for u in reversed(order):
         if u.op is Ops.FUNCTION and u in out_grads:
             outs_g = tuple(out_grads[u].get(i) for i in range(len(u.src[0].src)))  # None: an output not used
-            accumulate(u.src[1:], u.arg.backward(outs_g, u.src[1:]))
+            if _has_rule(u):
+                accumulate(u.src[1:], u.arg.backward(outs_g, u.src[1:]))
+            else:
+                needs = tuple(a in on_path and a.dtype.is_float for a in u.src[1:])
+                accumulate(u.src[1:], _traced_backward(u, outs_g, needs))
             continue
         g = grads.get(u)
         if g is not None and hooks and u in hooks:  # every user of u is done: its gradient is complete
@@ -377,7 +466,7 @@ def compute_gradient(
         rule = GRADIENT_RULES.get(u.op)
         if rule is None:
             raise NotImplementedError(f"gradient: no rule for {u.op.name} (shape {u.shape}, dtype {u.dtype})")
-        terms = expand_terms.get(u, ()) if u.op is Ops.EXPAND and g is grads[u] and g is not root_grad else ()
+        terms = expand_terms.get(u, ()) if u.op is Ops.EXPAND and g is grads[u] and g not in seeded else ()
         if len(terms) > EXPAND_TERMS:
             for i in range(0, len(terms), EXPAND_TERMS):
                 accumulate(u.src, rule(functools.reduce(add, terms[i : i + EXPAND_TERMS]), u))

@@ -12,7 +12,9 @@ torch state dict loads as is.
 
 A layer unrolls the sequence in Python into one lazy graph: the input's projection x @ W_ih^T + b_ih is one matmul
 over every time step, each step adds h @ W_hh^T + b_hh and applies the gates, and the per-step outputs are stacked
-at the end. Cells and layers share the step functions below, which are the formulas of torch's documentation.
+at the end. Cells and layers share the step functions below, which are the formulas of torch's documentation; a
+step runs as a call of its function traced once (@function), so the graph holds a node per step and the backward
+one call of the step's gradient body per step (gradient.py), whatever the step's ops.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from unigrad.function import function
 from unigrad.nn import functional as F
 from unigrad.nn.module import Module, parameter
 from unigrad.tensor import Tensor
@@ -31,33 +34,49 @@ __all__ = ["RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "RNNBase", "RNN", "L
 
 # ---------------------------------------------------------------- one step
 # xw is the input's projection x @ W_ih^T + b_ih (..., gates * H); h (..., H) (LSTM with a projection: (..., P)).
+# The weights come transposed (w_hh_t = W_hh^T, one node shared by every step): a traced step's gradient for it is
+# then added up across the steps as it is, and transposed back once (summed transposed, the sum of an LSTM's 35
+# steps was a 180 kB kernel of scalar gathers).
 
 
-def _rnn_step(xw: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None, nonlinearity: str) -> Tensor:
+def _rnn_step(xw: Tensor, h: Tensor, w_hh_t: Tensor, b_hh: Tensor | None, nonlinearity: str) -> Tensor:
     """h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh)."""
-    pre = xw + h.linear(w_hh.T, b_hh)
+    pre = xw + h.linear(w_hh_t, b_hh)
     return pre.tanh() if nonlinearity == "tanh" else pre.relu()
 
 
-def _gru_step(xw: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
+def _gru_step(xw: Tensor, h: Tensor, w_hh_t: Tensor, b_hh: Tensor | None) -> Tensor:
     """r, z = sigmoid(input part + hidden part); n = tanh(W_in x + b_in + r * (W_hn h + b_hn)): r scales the hidden
     part of n with its bias, as torch (not the hidden state before the matmul); h' = (1 - z) * n + z * h."""
     x_r, x_z, x_n = xw.chunk(3, dim=-1)
-    h_r, h_z, h_n = h.linear(w_hh.T, b_hh).chunk(3, dim=-1)
+    h_r, h_z, h_n = h.linear(w_hh_t, b_hh).chunk(3, dim=-1)
     r, z = (x_r + h_r).sigmoid(), (x_z + h_z).sigmoid()
     n = (x_n + r * h_n).tanh()
     return (1 - z) * n + z * h
 
 
 def _lstm_step(
-    xw: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None, w_hr: Tensor | None = None
+    xw: Tensor, h: Tensor, c: Tensor, w_hh_t: Tensor, b_hh: Tensor | None, w_hr_t: Tensor | None = None
 ) -> tuple[Tensor, Tensor]:
     """Gates i, f, g, o: c' = sigmoid(f) * c + sigmoid(i) * tanh(g); h' = sigmoid(o) * tanh(c'), then projected by
     W_hr (proj_size, H) when the layer has one."""
-    i, f, g, o = (xw + h.linear(w_hh.T, b_hh)).chunk(4, dim=-1)
+    i, f, g, o = (xw + h.linear(w_hh_t, b_hh)).chunk(4, dim=-1)
     c_new = f.sigmoid() * c + i.sigmoid() * g.tanh()
     h_new = o.sigmoid() * c_new.tanh()
-    return (h_new if w_hr is None else h_new.linear(w_hr.T)), c_new
+    return (h_new if w_hr_t is None else h_new.linear(w_hr_t)), c_new
+
+
+# the steps traced once per argument kinds (@function): a step is one call node, and its backward one call of the
+# step's gradient body (gradient._vjp_of), where a step's ops made ~20 tensors and its backward walked them again,
+# every step of every layer (an LSTM language model's 70 steps: ~30 ms of Python a training step)
+_STEP_CALLS = {fn: function(fn) for fn in (_rnn_step, _gru_step, _lstm_step)}
+
+
+def _step_of(fn: Any, *args: Any) -> Any:
+    """fn(*args) as a traced call; op by op where a tensor spans several devices."""
+    if all(not isinstance(a, Tensor) or isinstance(a.device, str) for a in args):
+        return _STEP_CALLS[fn](*args)
+    return fn(*args)
 
 
 def _uniform(shape: tuple[int, ...], hidden_size: int) -> Tensor:
@@ -122,9 +141,8 @@ class RNNCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         (h,) = self._states(input, (hx,), ("hx",))
-        return _rnn_step(
-            input.linear(self.weight_ih.T, self.bias_ih), h, self.weight_hh, self.bias_hh, self.nonlinearity
-        )
+        xw = input.linear(self.weight_ih.T, self.bias_ih)
+        return _step_of(_rnn_step, xw, h, self.weight_hh.T, self.bias_hh, self.nonlinearity)
 
 
 class LSTMCell(RNNCellBase):
@@ -138,7 +156,9 @@ class LSTMCell(RNNCellBase):
         if hx is not None and not (isinstance(hx, (tuple, list)) and len(hx) == 2):
             raise TypeError(f"LSTMCell: Expected hx to be a tuple (h, c), got {type(hx).__name__}")
         h, c = self._states(input, (None, None) if hx is None else hx, ("h", "c"))
-        return _lstm_step(input.linear(self.weight_ih.T, self.bias_ih), h, c, self.weight_hh, self.bias_hh)
+        return tuple(
+            _step_of(_lstm_step, input.linear(self.weight_ih.T, self.bias_ih), h, c, self.weight_hh.T, self.bias_hh)
+        )
 
 
 class GRUCell(RNNCellBase):
@@ -149,7 +169,7 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         (h,) = self._states(input, (hx,), ("hx",))
-        return _gru_step(input.linear(self.weight_ih.T, self.bias_ih), h, self.weight_hh, self.bias_hh)
+        return _step_of(_gru_step, input.linear(self.weight_ih.T, self.bias_ih), h, self.weight_hh.T, self.bias_hh)
 
 
 # ---------------------------------------------------------------- layers over a sequence
@@ -285,13 +305,14 @@ class RNNBase(Module):
 
     # ------------------------------------------------------------ running
     def _step(self, xw: Tensor, state: tuple[Tensor, ...], params: dict[str, Tensor | None]) -> tuple[Tensor, ...]:
-        w_hh, b_hh = params["weight_hh"], params["bias_hh"]
+        w_hh, b_hh, w_hr = params["weight_hh"], params["bias_hh"], params["weight_hr"]
         assert w_hh is not None
+        w_hh_t = w_hh.T
         if self.mode == "LSTM":
-            return _lstm_step(xw, state[0], state[1], w_hh, b_hh, params["weight_hr"])
+            return tuple(_step_of(_lstm_step, xw, state[0], state[1], w_hh_t, b_hh, None if w_hr is None else w_hr.T))
         if self.mode == "GRU":
-            return (_gru_step(xw, state[0], w_hh, b_hh),)
-        return (_rnn_step(xw, state[0], w_hh, b_hh, "tanh" if self.mode == "RNN_TANH" else "relu"),)
+            return (_step_of(_gru_step, xw, state[0], w_hh_t, b_hh),)
+        return (_step_of(_rnn_step, xw, state[0], w_hh_t, b_hh, "tanh" if self.mode == "RNN_TANH" else "relu"),)
 
     def _params(self, layer: int, reverse: bool) -> dict[str, Tensor | None]:
         """weight_ih, weight_hh, bias_ih, bias_hh, weight_hr of one layer and direction (None where it has none)."""

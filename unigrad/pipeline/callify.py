@@ -77,7 +77,7 @@ class _Walk:
                 return r
             return None
         if op is Ops.GETTUPLE and is_traced_call(u):
-            return self.call(u) if self.params == () and _self_contained(u.src[0].src[0]) else self.inline(u)
+            return self.call(u) if self.params == () and body_self_contained(u.src[0].src[0]) else self.inline(u)
         return None
 
     def call(self, call: UOp) -> UOp:
@@ -169,11 +169,15 @@ def _over(u: UOp, new_src: tuple[UOp, ...]) -> UOp:
 _CONTAINED: weakref.WeakKeyDictionary[UOp, bool] = weakref.WeakKeyDictionary()
 
 
-def _self_contained(body: UOp) -> bool:
-    """A traced body that reads nothing but its PARAMs (no buffer it closes over, no bound Variable); per body."""
+def body_self_contained(body: UOp) -> bool:
+    """A traced body that reads nothing but its PARAMs (no buffer it closes over, no bound Variable, and only calls
+    of bodies like it: an LSTM step's sigmoids; none precompiled, lowered apart); per body."""
     if (known := _CONTAINED.get(body)) is None:
         known = _CONTAINED[body] = not any(
-            is_buffer_input(u) or (u.op is Ops.PARAM and len(u.src) == 4) or is_traced_call(u) for u in body.toposort()
+            is_buffer_input(u)
+            or (u.op is Ops.PARAM and len(u.src) == 4)
+            or (is_traced_call(u) and u.src[0].arg.precompile)
+            for u in body.toposort()
         )
     return known
 
