@@ -1259,3 +1259,20 @@ def test_int_and_slice_fast_path_builds_the_general_paths_nodes():
             np.testing.assert_array_equal(x[index].numpy(), xn[index])
     assert fast_taken > 200
     assert movement._ints_and_slices(x, (slice(0, 4, 2),)) is None and movement._ints_and_slices(x, 9) is None
+
+
+def test_cat_builds_the_nodes_of_pad_and_where():
+    """cat of static pieces builds its graph directly (a piece through the Tensor methods cost ~40 us): the very nodes
+    (hash-consed) of each piece padded into place and merged by where() under a padded mask of ones, the last piece
+    first; stack's the same over unsqueezed pieces; empty pieces that require grad stay in the graph."""
+    from unigrad import dtypes
+
+    a, b, c = Tensor(data((2, 3))), Tensor(data((4, 3))), Tensor(data((1, 3)))
+    want = c.pad(((6, 0), (0, 0)))
+    for t, before, after in ((b, 2, 1), (a, 0, 5)):
+        mask = Tensor.ones(t.shape, dtype=dtypes.bool).pad(((before, after), (0, 0)))
+        want = mask.where(t.pad(((before, after), (0, 0))), want)
+    assert a.cat(b, c).uop is want.uop
+    stacked = Tensor.stack(a, a * 2, dim=1)
+    assert stacked.uop is a.unsqueeze(1).cat((a * 2).unsqueeze(1), dim=1).uop
+    check(stacked, torch.stack([torch.from_numpy(data((2, 3)))] * 2, 1) * torch.tensor([1.0, 2.0]).reshape(1, 2, 1))
