@@ -957,3 +957,33 @@ def test_traced_calls_differentiated_once_per_trace() -> None:
     cube(ux2).sum().backward(create_graph=True)
     ux2.grad.sum().backward()
     np.testing.assert_allclose(ux2.grad.numpy(), 3 * xv**2 + 6 * xv, rtol=1e-12)
+
+
+def test_traced_call_inside_a_traced_body() -> None:
+    """A traced call inside another's body: its PARAMs are numbered from 0 as the caller's are (PARAM(0) of another
+    shape is another node of the same slot), so the caller's gradient walk leaves the inner body out (the inner call
+    is differentiated by its own VJP) and finds its own PARAMs: gradients equal torch's with the arguments swapped
+    between the two bodies, at two sizes."""
+    from unigrad.function import function
+
+    @function
+    def inner(x: Tensor, y: Tensor) -> Tensor:  # x (n,), y (m, n)
+        return y * x.sin() + 1.0
+
+    @function
+    def outer(a: Tensor, b: Tensor) -> Tensor:  # a (m, n), b (n,)
+        return (a + b) * 0.5 + inner(b, a) * a + inner(b * 2, a.exp()).sum(0)  # (its own PARAMs met first)
+
+    def t_inner(x, y):  # noqa: ANN001, ANN202
+        return y * x.sin() + 1.0
+
+    gen = np.random.default_rng(3)
+    for m, n in ((3, 4), (1, 5)):
+        an, bn = gen.standard_normal((m, n)), gen.standard_normal(n)
+        ua, ub = Tensor(an, requires_grad=True), Tensor(bn, requires_grad=True)
+        ta, tb = torch.tensor(an, requires_grad=True), torch.tensor(bn, requires_grad=True)
+        (outer(ua, ub) * outer(ua, ub)).sum().backward()
+        t_out = (ta + tb) * 0.5 + t_inner(tb, ta) * ta + t_inner(tb * 2, ta.exp()).sum(0)
+        (t_out * t_out).sum().backward()
+        np.testing.assert_allclose(ua.grad.numpy(), ta.grad.numpy(), rtol=1e-10)
+        np.testing.assert_allclose(ub.grad.numpy(), tb.grad.numpy(), rtol=1e-10)

@@ -218,3 +218,24 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
             return tuple(None if g is None else g.uop for g in res)
 
         return rule
+
+
+class traced:  # noqa: N801 - used like @function
+    """A library composite (a layer's step, a normalization, an attention) as a traced @function call where its
+    arguments allow, else op by op: every Tensor argument on one device (a multi-device tensor is split per device
+    first, op by op) and of static shape (a symbolic shape's Variables would be traced into the body). A call is then
+    one node, and its backward one call of the body's gradient (gradient._vjp_of), where its ops made a tensor each
+    (~3-8 us apiece) and the backward walked them again for every call."""
+
+    def __init__(self, fxn: Callable[..., Any]):
+        self.fxn = fxn
+        self.call = function(fxn)
+        functools.update_wrapper(self, fxn)  # type: ignore[arg-type]
+
+    def __call__(self, *args: Any) -> Any:
+        for a in args:
+            if a.__class__ is Tensor and (
+                not isinstance(a.device, str) or not all(s.__class__ is int for s in a.uop.shape)
+            ):
+                return self.fxn(*args)
+        return self.call(*args)

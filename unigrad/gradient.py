@@ -348,6 +348,27 @@ _vjps: weakref.WeakKeyDictionary[UOp, dict[tuple[tuple[bool, ...], tuple[bool, .
 )
 
 
+def _call_order(roots: list[UOp]) -> list[UOp]:
+    """The graph under `roots`, sources first, a call's body left out (its arguments in): a body's nodes are over its
+    own PARAMs, which hash-consing may share with another body's (a nested call's PARAM(0) is its caller's PARAM(0)
+    when of the same shape), and its constants with the caller's graph."""
+    out: list[UOp] = []
+    seen: set[UOp] = set()
+    stack: list[tuple[UOp, bool]] = [(r, False) for r in reversed(roots)]
+    while stack:
+        u, done = stack.pop()
+        if done:
+            out.append(u)
+            continue
+        if u in seen:
+            continue
+        seen.add(u)
+        stack.append((u, True))
+        srcs = u.src[1:] if u.op is Ops.FUNCTION else u.src
+        stack.extend((x, False) for x in reversed(srcs) if x not in seen)
+    return out
+
+
 def _vjp_of(fn: UOp, present: tuple[bool, ...], needs: tuple[bool, ...]) -> _VJP:
     """The VJP body of a call of `fn` (once per traced body, gradients present and arguments needing one): the
     body differentiated over its PARAMs, each output's gradient a PARAM after the arguments. A call's backward is
@@ -358,7 +379,8 @@ def _vjp_of(fn: UOp, present: tuple[bool, ...], needs: tuple[bool, ...]) -> _VJP
     if (vjp := per_body.get((present, needs))) is not None:
         return vjp
     n = len(fn.src) - 1
-    params = {u.arg.slot: u for u in body.toposort() if u.op is Ops.PARAM and u.arg.name is None}
+    order = _call_order(list(body.src))
+    params = {u.arg.slot: u for u in order if u.op is Ops.PARAM and u.arg.name is None}
     seeds: dict[UOp, UOp] = {}
     slot = n
     for out, given in zip(body.src, present):
@@ -367,7 +389,7 @@ def _vjp_of(fn: UOp, present: tuple[bool, ...], needs: tuple[bool, ...]) -> _VJP
             seeds[out] = g if out not in seeds else add(seeds[out], g)
             slot += 1
     targets = {params[k] for k in range(n) if needs[k] and k in params}
-    grads = _walk(body.toposort(), seeds, targets)
+    grads = _walk(order, seeds, targets)
     index: list[int | None] = []
     outs: list[UOp] = []
     for k in range(n):
@@ -420,12 +442,14 @@ def _walk(
     # body that reads a buffer (or is precompiled) is differentiated inlined. The walk also reaches the calls inside
     # bodies, so where every call is kept inlining changes nothing and is skipped (an unrolled LSTMCell's 2k sigmoid
     # and tanh calls: a rebuild and a second walk of an 80k-node graph per backward)
-    if any(u.op is Ops.FUNCTION and not _kept(u) for u in order):
+    calls = [u for u in order if u.op is Ops.FUNCTION]
+    if any(not _kept(u) for u in calls):
         roots = UOp(Ops.TUPLE, tuple(seeds))
         inlined = inline_functions(roots, keep=_kept)
         seeds = {new: seeds[old] for old, new in zip(roots.src, inlined.src)}
         targets = set(targets)  # (targets are buffers and views: inlining leaves them as they are)
-        order = inlined.toposort()
+    if calls:  # the bodies of the calls kept are theirs: their nodes (over PARAMs) are not walked here
+        order = _call_order(list(seeds))
     on_path: set[UOp] = set()  # nodes with a float path down to a target
     for u in order:
         if u in targets or ((u.dtype.is_float or u.op is Ops.FUNCTION) and not on_path.isdisjoint(u.src)):

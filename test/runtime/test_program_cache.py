@@ -51,6 +51,8 @@ def test_distinct_kernels_do_not_grow_memory(monkeypatch):
             y, want = (y * y, want * want) if n >> bit & 1 else (y + 1, want + 1)
         np.testing.assert_allclose(y.sum().numpy(), want.sum(), rtol=1e-5)
 
+    # programs and libraries other tests of this worker keep (a jitted function held by a module, say) are theirs
+    kept_before = {id(o) for o in gc.get_objects() if type(o) is CPUProgram}
     tracemalloc.start()  # before the caches fill: what they drop later is counted as freed
     try:
         with Context(DEVICE="CPU", PROGRAM_CACHE=8, SCHEDULE_CACHE=8):
@@ -65,7 +67,9 @@ def test_distinct_kernels_do_not_grow_memory(monkeypatch):
             assert len(rt._program_cache) <= 8 and len(rt._schedule_cache) <= 8
     finally:
         tracemalloc.stop()
-    programs = sum(1 for o in gc.get_objects() if type(o) is CPUProgram)  # type(): no lazy module attribute looked up
+    # (type(): no lazy module attribute looked up)
+    programs = sum(1 for o in gc.get_objects() if type(o) is CPUProgram and id(o) not in kept_before)
     assert programs <= 8 + 4 + 2, f"{programs} CPU programs alive"  # cached, held for global_ops, running
-    assert _mapped_kernels() <= 8 + 4 + 2 + 1, "dropped programs' libraries still mapped"  # + the thread pool's
+    mapped = _mapped_kernels() - len(kept_before)  # (the programs kept by others: at most one library each)
+    assert mapped <= 8 + 4 + 2 + 1, "dropped programs' libraries still mapped"  # + the thread pool's
     assert grown <= 30 * BOUND_PER_KERNEL, f"{grown / 1024:.0f} KiB for 30 kernels"

@@ -193,6 +193,15 @@ def unpool_to_plane(x: Tensor, idx: Tensor, lead: tuple[int, ...], size: tuple[i
     return (count > 1).where(total + (mean - total).detach(), total).reshape(*lead, *size)
 
 
+@functools.cache
+def _traced_composites() -> tuple:
+    """The composites run as traced calls (function.py imports the Tensor these methods are mixed into: made on
+    first use): linear, layer norm with its weight and bias, attention without dropout."""
+    from unigrad.function import traced
+
+    return traced(NNMixin._linear), traced(NNMixin._affine_layernorm_ops), traced(NNMixin._attention)
+
+
 class NNMixin:
     """Mixed into Tensor."""
 
@@ -231,7 +240,11 @@ class NNMixin:
 
     # ---------------------------------------------------------------- layers as functions
     def linear(self: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-        """x @ weight + bias, with weight of shape (in, out) as tinygrad's Tensor.linear (1-D: elementwise)."""
+        """x @ weight + bias, with weight of shape (in, out) as tinygrad's Tensor.linear (1-D: elementwise); a traced
+        call (function.traced) where the tensors allow."""
+        return _traced_composites()[0](self, weight, bias)
+
+    def _linear(self: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         shape, w_shape = self.uop.shape, weight.uop.shape
         if len(w_shape) == 2 and len(shape) > 2 and all(isinstance(d, int) for d in shape):
             # the leading dims as one (as torch's GEMM sees them): a kernel tiles 6 x 11 tokens as 66 rows
@@ -246,6 +259,19 @@ class NNMixin:
         axis = self._axes(axis, "layernorm")  # checked here, so an error names layernorm
         y = x - x.mean(axis, keepdim=True)
         return y * ((y * y).mean(axis, keepdim=True) + eps).sqrt().reciprocal()
+
+    def _affine_layernorm(self: Tensor, weight: Tensor | None, bias: Tensor | None, dims: int, eps: float) -> Tensor:
+        """layernorm over the last `dims` dims * weight + bias (either None: left out): nn.LayerNorm's and
+        F.layer_norm's, a traced call where the tensors allow."""
+        return _traced_composites()[1](self, weight, bias, dims, eps)
+
+    def _affine_layernorm_ops(
+        self: Tensor, weight: Tensor | None, bias: Tensor | None, dims: int, eps: float
+    ) -> Tensor:
+        y = self.layernorm(tuple(range(-dims, 0)), eps)
+        if weight is not None:
+            y = y * weight
+        return y if bias is None else y + bias
 
     def batchnorm(
         self: Tensor, weight: Tensor | None, bias: Tensor | None, mean: Tensor, invstd: Tensor, axis: int = 1
@@ -502,8 +528,22 @@ class NNMixin:
         tinygrad; torch's F.scaled_dot_product_attention drops always). See _attention_weights."""
         if is_causal and attn_mask is not None:  # tinygrad and torch both refuse the pair
             raise RuntimeError("scaled_dot_product_attention: explicit attn_mask should not be set when is_causal=True")
+        if dropout_p == 0 or not type(self).training:  # no random draw: a traced call where the tensors allow
+            return _traced_composites()[2](self, key, value, attn_mask, is_causal, scale, enable_gqa)
         weights, value = self._attention_weights(key, value, attn_mask, is_causal, scale, enable_gqa)
         return weights.dropout(dropout_p).matmul(value)
+
+    def _attention(
+        self: Tensor,
+        key: Tensor,
+        value: Tensor,
+        attn_mask: Tensor | None,
+        is_causal: bool,
+        scale: float | None,
+        enable_gqa: bool,
+    ) -> Tensor:
+        weights, value = self._attention_weights(key, value, attn_mask, is_causal, scale, enable_gqa)
+        return weights.matmul(value)
 
     def _attention_weights(
         self: Tensor,

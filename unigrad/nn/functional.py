@@ -1765,10 +1765,7 @@ def layer_norm(
     """Normalize over the trailing dims normalized_shape (biased variance), then weight and bias of that shape."""
     x = _float_tensor(input, "layer_norm")
     axes = _normalized_axes(x, normalized_shape, "layer_norm")
-    y = x.layernorm(axes, eps)
-    if weight is not None:
-        y = y * weight
-    return y if bias is None else y + bias
+    return x._affine_layernorm(weight, bias, len(axes), eps)
 
 
 def rms_norm(

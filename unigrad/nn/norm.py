@@ -181,10 +181,7 @@ class LayerNorm(Module):
         n = len(self.normalized_shape)
         if x.shape[-n:] != self.normalized_shape:
             raise ValueError(f"LayerNorm: expected input (*, {self.normalized_shape}), got shape {x.shape}")
-        x = x.layernorm(axis=tuple(range(-n, 0)), eps=self.eps)
-        if self.weight is not None:
-            x = x * self.weight
-        return x if self.bias is None else x + self.bias
+        return x._affine_layernorm(self.weight, self.bias, n, self.eps)
 
     def extra_repr(self) -> str:
         affine = f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}"

@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from unigrad.function import function
+from unigrad.function import traced
 from unigrad.nn import functional as F
 from unigrad.nn.module import Module, parameter
 from unigrad.tensor import Tensor
@@ -66,17 +66,15 @@ def _lstm_step(
     return (h_new if w_hr_t is None else h_new.linear(w_hr_t)), c_new
 
 
-# the steps traced once per argument kinds (@function): a step is one call node, and its backward one call of the
-# step's gradient body (gradient._vjp_of), where a step's ops made ~20 tensors and its backward walked them again,
-# every step of every layer (an LSTM language model's 70 steps: ~30 ms of Python a training step)
-_STEP_CALLS = {fn: function(fn) for fn in (_rnn_step, _gru_step, _lstm_step)}
+# the steps traced once per argument kinds (function.traced): a step is one call node, and its backward one call of
+# the step's gradient body, where a step's ops made ~20 tensors and its backward walked them again, every step of
+# every layer (an LSTM language model's 70 steps: ~30 ms of Python a training step)
+_STEP_CALLS = {fn: traced(fn) for fn in (_rnn_step, _gru_step, _lstm_step)}
 
 
 def _step_of(fn: Any, *args: Any) -> Any:
-    """fn(*args) as a traced call; op by op where a tensor spans several devices."""
-    if all(not isinstance(a, Tensor) or isinstance(a.device, str) for a in args):
-        return _STEP_CALLS[fn](*args)
-    return fn(*args)
+    """fn(*args) as a traced call (op by op where a tensor spans several devices or has a symbolic shape)."""
+    return _STEP_CALLS[fn](*args)
 
 
 def _uniform(shape: tuple[int, ...], hidden_size: int) -> Tensor:
