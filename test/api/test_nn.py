@@ -405,3 +405,42 @@ def test_nll_mean_counts_the_targets(rng, shape, ignore):
     if ignore is not None and y.ndim:
         every = np.full(y.shape, ignore)
         assert np.isnan(Tensor(x).nll_loss(Tensor(every), ignore_index=ignore).item())
+
+
+@pytest.mark.parametrize("shape", [(1, 4), (3, 5, 4), (2, 0, 4)], ids=str)
+def test_composites_are_traced_calls(shape):
+    """Linear, an affine layer norm and attention without dropout run as traced calls (function.traced: a call is
+    one node, its backward one call of its VJP): the graphs hold their FUNCTION nodes, and values and gradients
+    equal torch's (sizes 0, 1 and odd); tensors over several devices, or in training with dropout, go op by op."""
+    import torch
+
+    from unigrad import nn
+    from unigrad.ir.ops import Ops
+
+    gen = np.random.default_rng(11)
+    xn, wn, bn = gen.standard_normal(shape), gen.standard_normal((3, 4)), gen.standard_normal(3)
+    x, w, b = (Tensor(a, requires_grad=True) for a in (xn, wn, bn))
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (xn, wn, bn))
+    norm = nn.LayerNorm(3)
+    norm.weight, norm.bias = Tensor(wn[0, :3], requires_grad=True), Tensor(bn, requires_grad=True)
+    y = norm(x.linear(w.T, b))
+    q = y.reshape(-1, 1, 3)
+    out = q.scaled_dot_product_attention(q, q).sum() + y.square().sum()
+    names = {u.arg.name.split(".")[-1] for u in out.uop.toposort() if u.op is Ops.FUNCTION}
+    assert {"_linear", "_affine_layernorm_ops", "_attention"} <= names, names
+    out.backward()
+    ty = torch.nn.functional.layer_norm(
+        torch.nn.functional.linear(tx, tw, tb), (3,), torch.tensor(wn[0, :3]), torch.tensor(bn)
+    )
+    tq = ty.reshape(-1, 1, 3)
+    (torch.nn.functional.scaled_dot_product_attention(tq, tq, tq).sum() + ty.square().sum()).backward()
+    for ours, theirs in ((x, tx), (w, tw), (b, tb)):
+        np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy(), rtol=1e-9, atol=1e-12)
+    multi = Tensor(xn).shard(("CPU:0", "CPU:1"), axis=None) if shape[0] else None
+    if multi is not None:  # op by op: no call node over tensors on two devices
+        lin = multi.linear(Tensor(wn).shard(("CPU:0", "CPU:1"), axis=None).T)
+        assert not any(u.op is Ops.FUNCTION for u in lin.uop.toposort())
+        np.testing.assert_allclose(lin.numpy(), xn @ wn.T, rtol=1e-9)
+    with Tensor.train():
+        d = q.scaled_dot_product_attention(q, q, dropout_p=0.5)
+        assert not any(u.op is Ops.FUNCTION and u.arg.name.endswith("_attention") for u in d.uop.toposort())
