@@ -23,8 +23,8 @@ nested reduction would be one loop nest that tiling cannot shape). A costly valu
 under it: a LayerNorm's rsqrt(var + eps) is computed in the variance's kernel. Last, a kernel body past
 MAX_KERNEL_OPS ops (transcendentals counted as their decomposition) is cut by materializing the elementwise value
 where it passes the limit: C compile time grows faster than linearly with the body; and an elementwise value joining
-more than MAX_KERNEL_REDUCES big REDUCEs is materialized (a shared weight's gradient summed over 199 steps).
-Everything else fuses into the kernel that consumes it.
+more than MAX_KERNEL_REDUCES big REDUCEs (a shared weight's gradient summed over 199 steps), or more than
+MAX_KERNEL_LOOPS REDUCEs of any size, is materialized. Everything else fuses into the kernel that consumes it.
 """
 
 from __future__ import annotations
@@ -73,6 +73,10 @@ MAX_KERNEL_OPS = 4096
 # 398 buffers and a nest of 199 reduce loops otherwise (LSTMCell training step, kernel time per step: 1, 598 ms;
 # 2, 608; 4, 632; unbounded, 1619)
 MAX_KERNEL_REDUCES = 1
+# ... and one joining more than this many REDUCEs of any size: small ones side by side are one loop each (a bias's
+# gradient summed over the batch at each of 199 traced LSTMCell steps: one kernel of 199 reduce loops, 130 kB of C
+# and 2.6 s of gcc; cut past 32, 7 kernels of at most 33 loops)
+MAX_KERNEL_LOOPS = 32
 
 
 @record
@@ -691,17 +695,17 @@ def _materialize_reindexed_reduces(topo: list[UOp], consumers: dict[UOp, list[UO
 
 def _cap_kernel_bodies(topo: list[UOp], realize: set[UOp]) -> None:
     """Materialize each elementwise value whose kernel body (its graph down to materialized values and buffers)
-    passes MAX_KERNEL_OPS ops, or joins more than MAX_KERNEL_REDUCES big REDUCEs, in topological order, so every
-    kernel body stays within about twice the limit.
+    passes MAX_KERNEL_OPS ops, or joins more than MAX_KERNEL_REDUCES big REDUCEs or MAX_KERNEL_LOOPS REDUCEs, in
+    topological order, so every kernel body stays within about twice the limit.
 
     A body is counted exactly, as a bitmask of its ALU and REDUCE nodes (the union of its sources' masks): a value
     used three times per step, y = where(y > a, y * b, y + c), makes a count of the body as a tree exponential in
     the chain's length. Transcendentals, also in a second mask, count TRANSCENDENTAL_OPS each; big REDUCEs are a
-    third."""
+    third, all REDUCEs a fourth."""
     # u's body within its kernel: its nodes, one bit each (numbered in topological order), as masks shifted down by
     # the lowest bit (a mask of all the nodes before it, rebuilt for each node, was quadratic: 3 s of a 199-step
-    # LSTMCell's schedule): (lowest bit, nodes, transcendentals, big REDUCEs)
-    body: dict[UOp, tuple[int, int, int, int]] = {}
+    # LSTMCell's schedule): (lowest bit, nodes, transcendentals, big REDUCEs, REDUCEs)
+    body: dict[UOp, tuple[int, int, int, int, int]] = {}
     bits = 0  # nodes numbered so far
     for u in topo:
         if u in realize or _is_buffer_leaf(u):
@@ -712,17 +716,20 @@ def _cap_kernel_bodies(topo: list[UOp], realize: set[UOp]) -> None:
                 body[u] = parts[0]
             continue
         if u.op in GroupOp.ALU or u.op is Ops.REDUCE:
-            parts.append((bits, 1, int(u.op in GroupOp.Transcendental), int(u.op is Ops.REDUCE and _big_reduce(u))))
+            reduce = u.op is Ops.REDUCE
+            parts.append((bits, 1, int(u.op in GroupOp.Transcendental), int(reduce and _big_reduce(u)), int(reduce)))
             bits += 1
         base = min((p[0] for p in parts), default=0)
-        nodes = heavy = big = 0
-        for b, n, h, r in parts:
-            nodes, heavy, big = nodes | n << (b - base), heavy | h << (b - base), big | r << (b - base)
+        nodes = heavy = big = loops = 0
+        for b, n, h, r, lp in parts:
+            shift = b - base
+            nodes, heavy, big, loops = nodes | n << shift, heavy | h << shift, big | r << shift, loops | lp << shift
         ops = nodes.bit_count() + (TRANSCENDENTAL_OPS - 1) * heavy.bit_count()
-        if u.op in GroupOp.ALU and (ops > MAX_KERNEL_OPS or big.bit_count() > MAX_KERNEL_REDUCES):
+        too_many = big.bit_count() > MAX_KERNEL_REDUCES or loops.bit_count() > MAX_KERNEL_LOOPS
+        if u.op in GroupOp.ALU and (ops > MAX_KERNEL_OPS or too_many):
             realize.add(u)  # its consumers read it from a buffer: their bodies start again from nothing
         elif parts:
-            body[u] = (base, nodes, heavy, big)
+            body[u] = (base, nodes, heavy, big, loops)
 
 
 def _small_broadcast(u: UOp) -> bool:
