@@ -760,30 +760,29 @@ def _lane_sums_helper(ctype: str, name: str, k: int, g: int) -> str:
             lines.append(f"  {vt} p{n} = ({vt}){{{halves(a, b, k, 0)}}} + ({vt}){{{halves(a, b, k, 1)}}};")
             nxt.append(f"p{n}")
         cur = nxt
-    v, width = cur[0], k
-    while width > g:  # one vector of g sums' partials: its own halves
+    v = _halved(lines, ctype, cur[0], k, g)  # one vector of g sums' partials: its own halves
+    lines.append(f"  return {v};")
+    return "\n".join(lines) + "\n}"
+
+
+def _halved(lines: list[str], ctype: str, v: str, width: int, down_to: int) -> str:
+    """Append the lines halving vector `v` of `width` lanes (its even lanes plus its odd lanes, each half a vector of
+    its own type) until `down_to` lanes are left; the last vector's name."""
+    while width > down_to:
         half = width // 2
         lines.append(f"  typedef {ctype} h{half} __attribute__((vector_size({half} * sizeof({ctype}))));")
         even = ", ".join(f"{v}[{i}]" for i in range(0, width, 2))
         odd = ", ".join(f"{v}[{i}]" for i in range(1, width, 2))
         lines.append(f"  h{half} s{half} = (h{half}){{{even}}} + (h{half}){{{odd}}};")
         v, width = f"s{half}", half
-    lines.append(f"  return {v};")
-    return "\n".join(lines) + "\n}"
+    return v
 
 
 def _lane_sum_helper(ctype: str, name: str, k: int) -> str:
     """lane_sum_<name>_v<k>(v): the sum of v's k lanes as halving adds of its even and odd lanes (v[0]+v[1],
     v[2]+v[3], ... then pairs of those: the order of expand's pairwise tree), each half a vector of its own type."""
     lines = [f"static inline {ctype} lane_sum_{name}_v{k}({name}_v{k} v) {{"]
-    cur, n = "v", k
-    while n > 2:
-        half = n // 2
-        lines.append(f"  typedef {ctype} h{half} __attribute__((vector_size({half} * sizeof({ctype}))));")
-        even = ", ".join(f"{cur}[{i}]" for i in range(0, n, 2))
-        odd = ", ".join(f"{cur}[{i}]" for i in range(1, n, 2))
-        lines.append(f"  h{half} s{half} = (h{half}){{{even}}} + (h{half}){{{odd}}};")
-        cur, n = f"s{half}", half
+    cur = _halved(lines, ctype, "v", k, 2)
     lines.append(f"  return {cur}[0] + {cur}[1];")
     return "\n".join(lines) + "\n}"
 
