@@ -348,6 +348,17 @@ _vjps: weakref.WeakKeyDictionary[UOp, dict[tuple[tuple[bool, ...], tuple[bool, .
 )
 
 
+_bodies: weakref.WeakKeyDictionary[UOp, frozenset[UOp]] = weakref.WeakKeyDictionary()
+
+
+def _body_nodes(body: UOp) -> frozenset[UOp]:
+    """The nodes of a traced body (nested bodies' too), once per body; without the body's TUPLE itself (the entry
+    would hold its own key alive)."""
+    if (nodes := _bodies.get(body)) is None:
+        nodes = _bodies[body] = frozenset(body.toposort()) - {body}
+    return nodes
+
+
 def _call_order(roots: list[UOp]) -> list[UOp]:
     """The graph under `roots`, sources first, a call's body left out (its arguments in): a body's nodes are over its
     own PARAMs, which hash-consing may share with another body's (a nested call's PARAM(0) is its caller's PARAM(0)
@@ -389,7 +400,7 @@ def _vjp_of(fn: UOp, present: tuple[bool, ...], needs: tuple[bool, ...]) -> _VJP
             seeds[out] = g if out not in seeds else add(seeds[out], g)
             slot += 1
     targets = {params[k] for k in range(n) if needs[k] and k in params}
-    grads = _walk(order, seeds, targets)
+    grads = _walk(order, seeds, targets, opaque=True)
     index: list[int | None] = []
     outs: list[UOp] = []
     for k in range(n):
@@ -435,20 +446,29 @@ def _walk(
     seeds: dict[UOp, UOp],
     targets: set[UOp],
     hooks: Mapping[UOp, Callable[[UOp], UOp]] | None = None,
+    opaque: bool = False,
 ) -> dict[UOp, UOp]:
-    """compute_gradient's walk over `order` (the graph's toposort, its roots last) from the gradients `seeds` of
-    its roots."""
+    """compute_gradient's walk over `order` (the graph's toposort, its roots last; opaque: without the calls'
+    bodies, _call_order's) from the gradients `seeds` of its roots."""
     # @function calls: use the function's own rule, or differentiate its body once per trace (_vjp_of); a call of a
     # body that reads a buffer (or is precompiled) is differentiated inlined. The walk also reaches the calls inside
     # bodies, so where every call is kept inlining changes nothing and is skipped (an unrolled LSTMCell's 2k sigmoid
     # and tanh calls: a rebuild and a second walk of an 80k-node graph per backward)
     calls = [u for u in order if u.op is Ops.FUNCTION]
-    if any(not _kept(u) for u in calls):
+    inlined = any(not _kept(u) for u in calls)
+    if inlined:
         roots = UOp(Ops.TUPLE, tuple(seeds))
-        inlined = inline_functions(roots, keep=_kept)
-        seeds = {new: seeds[old] for old, new in zip(roots.src, inlined.src)}
+        new_roots = inline_functions(roots, keep=_kept)
+        seeds = {new: seeds[old] for old, new in zip(roots.src, new_roots.src)}
         targets = set(targets)  # (targets are buffers and views: inlining leaves them as they are)
-    if calls:  # the bodies of the calls kept are theirs: their nodes (over PARAMs) are not walked here
+    # the bodies of the calls kept are theirs: their nodes are not walked here where a target is among them (a
+    # PARAM, in a VJP's body; a user's leaf that is a constant a body makes too); elsewhere they reach no target,
+    # get no gradient and cost only their place in the order
+    if (
+        calls
+        and (inlined or not opaque)
+        and (inlined or any(not targets.isdisjoint(_body_nodes(b)) for b in {c.src[0] for c in calls}))
+    ):
         order = _call_order(list(seeds))
     on_path: set[UOp] = set()  # nodes with a float path down to a target
     for u in order:
