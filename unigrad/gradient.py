@@ -325,9 +325,12 @@ def _has_rule(fn: UOp) -> bool:
 
 def _kept(fn: UOp) -> bool:
     """A call autodiff keeps as a call: one with its own rule, or one whose body is differentiated once per trace
-    (_vjp_of: a self-contained body, not precompiled)."""
+    (_vjp_of: a self-contained body, not precompiled, over no tensor split across devices)."""
     return _has_rule(fn) or (
-        isinstance(fn.arg, FunctionArg) and not fn.arg.precompile and body_self_contained(fn.src[0])
+        isinstance(fn.arg, FunctionArg)
+        and not fn.arg.precompile
+        and not any(isinstance(a.device, tuple) for a in fn.src[1:])
+        and body_self_contained(fn.src[0])
     )
 
 
