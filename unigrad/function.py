@@ -222,8 +222,8 @@ class function:  # noqa: N801 - the spec's and tinygrad's spelling: @function
 
 class traced:  # noqa: N801 - used like @function
     """A library composite (a layer's step, a normalization, an attention) as a traced @function call where its
-    arguments allow, else op by op: every Tensor argument on one device (a multi-device tensor is split per device
-    first, op by op) and of static shape (a symbolic shape's Variables would be traced into the body). A call is then
+    arguments allow, else op by op: every Tensor argument on one device (not split across several) and of static
+    shape (a symbolic shape's Variables would be traced into the body). A call is then
     one node, and its backward one call of the body's gradient (gradient._vjp_of), where its ops made a tensor each
     (~3-8 us apiece) and the backward walked them again for every call."""
 

@@ -66,15 +66,11 @@ def _lstm_step(
     return (h_new if w_hr_t is None else h_new.linear(w_hr_t)), c_new
 
 
-# the steps traced once per argument kinds (function.traced): a step is one call node, and its backward one call of
-# the step's gradient body, where a step's ops made ~20 tensors and its backward walked them again, every step of
-# every layer (an LSTM language model's 70 steps: ~30 ms of Python a training step)
-_STEP_CALLS = {fn: traced(fn) for fn in (_rnn_step, _gru_step, _lstm_step)}
-
-
-def _step_of(fn: Any, *args: Any) -> Any:
-    """fn(*args) as a traced call (op by op where a tensor spans several devices or has a symbolic shape)."""
-    return _STEP_CALLS[fn](*args)
+# the steps traced once per argument kinds (function.traced; op by op where a tensor spans several devices or has a
+# symbolic shape): a step is one call node, and its backward one call of the step's gradient body, where a step's ops
+# made ~20 tensors and its backward walked them again, every step of every layer (an LSTM language model's 70 steps:
+# ~30 ms of Python a training step)
+_rnn_call, _gru_call, _lstm_call = traced(_rnn_step), traced(_gru_step), traced(_lstm_step)
 
 
 def _uniform(shape: tuple[int, ...], hidden_size: int) -> Tensor:
@@ -140,7 +136,7 @@ class RNNCell(RNNCellBase):
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         (h,) = self._states(input, (hx,), ("hx",))
         xw = input.linear(self.weight_ih.T, self.bias_ih)
-        return _step_of(_rnn_step, xw, h, self.weight_hh.T, self.bias_hh, self.nonlinearity)
+        return _rnn_call(xw, h, self.weight_hh.T, self.bias_hh, self.nonlinearity)
 
 
 class LSTMCell(RNNCellBase):
@@ -154,9 +150,7 @@ class LSTMCell(RNNCellBase):
         if hx is not None and not (isinstance(hx, (tuple, list)) and len(hx) == 2):
             raise TypeError(f"LSTMCell: Expected hx to be a tuple (h, c), got {type(hx).__name__}")
         h, c = self._states(input, (None, None) if hx is None else hx, ("h", "c"))
-        return tuple(
-            _step_of(_lstm_step, input.linear(self.weight_ih.T, self.bias_ih), h, c, self.weight_hh.T, self.bias_hh)
-        )
+        return tuple(_lstm_call(input.linear(self.weight_ih.T, self.bias_ih), h, c, self.weight_hh.T, self.bias_hh))
 
 
 class GRUCell(RNNCellBase):
@@ -167,7 +161,7 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         (h,) = self._states(input, (hx,), ("hx",))
-        return _step_of(_gru_step, input.linear(self.weight_ih.T, self.bias_ih), h, self.weight_hh.T, self.bias_hh)
+        return _gru_call(input.linear(self.weight_ih.T, self.bias_ih), h, self.weight_hh.T, self.bias_hh)
 
 
 # ---------------------------------------------------------------- layers over a sequence
@@ -307,10 +301,10 @@ class RNNBase(Module):
         assert w_hh is not None
         w_hh_t = w_hh.T
         if self.mode == "LSTM":
-            return tuple(_step_of(_lstm_step, xw, state[0], state[1], w_hh_t, b_hh, None if w_hr is None else w_hr.T))
+            return tuple(_lstm_call(xw, state[0], state[1], w_hh_t, b_hh, None if w_hr is None else w_hr.T))
         if self.mode == "GRU":
-            return (_step_of(_gru_step, xw, state[0], w_hh_t, b_hh),)
-        return (_step_of(_rnn_step, xw, state[0], w_hh_t, b_hh, "tanh" if self.mode == "RNN_TANH" else "relu"),)
+            return (_gru_call(xw, state[0], w_hh_t, b_hh),)
+        return (_rnn_call(xw, state[0], w_hh_t, b_hh, "tanh" if self.mode == "RNN_TANH" else "relu"),)
 
     def _params(self, layer: int, reverse: bool) -> dict[str, Tensor | None]:
         """weight_ih, weight_hh, bias_ih, bias_hh, weight_hr of one layer and direction (None where it has none)."""
