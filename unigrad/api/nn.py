@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -533,16 +533,9 @@ class NNMixin:
         weights, value = self._attention_weights(key, value, attn_mask, is_causal, scale, enable_gqa)
         return weights.dropout(dropout_p).matmul(value)
 
-    def _attention(
-        self: Tensor,
-        key: Tensor,
-        value: Tensor,
-        attn_mask: Tensor | None,
-        is_causal: bool,
-        scale: float | None,
-        enable_gqa: bool,
-    ) -> Tensor:
-        weights, value = self._attention_weights(key, value, attn_mask, is_causal, scale, enable_gqa)
+    def _attention(self: Tensor, *args: Any) -> Tensor:
+        """Attention without dropout (scaled_dot_product_attention's traced body), of _attention_weights' arguments."""
+        weights, value = self._attention_weights(*args)
         return weights.matmul(value)
 
     def _attention_weights(
