@@ -459,18 +459,15 @@ def _walk(
     # and tanh calls: a rebuild and a second walk of an 80k-node graph per backward)
     calls = [u for u in order if u.op is Ops.FUNCTION]
     inlined = any(not _kept(u) for u in calls)
-    if inlined:
+    if inlined:  # (targets are buffers and views: inlining leaves them as they are)
         roots = UOp(Ops.TUPLE, tuple(seeds))
         new_roots = inline_functions(roots, keep=_kept)
         seeds = {new: seeds[old] for old, new in zip(roots.src, new_roots.src)}
-        targets = set(targets)  # (targets are buffers and views: inlining leaves them as they are)
     # the bodies of the calls kept are theirs: their nodes are not walked here where a target is among them (a
     # PARAM, in a VJP's body; a user's leaf that is a constant a body makes too); elsewhere they reach no target,
     # get no gradient and cost only their place in the order
-    if (
-        calls
-        and (inlined or not opaque)
-        and (inlined or any(not targets.isdisjoint(_body_nodes(b)) for b in {c.src[0] for c in calls}))
+    if inlined or (
+        calls and not opaque and any(not targets.isdisjoint(_body_nodes(b)) for b in {c.src[0] for c in calls})
     ):
         order = _call_order(list(seeds))
     on_path: set[UOp] = set()  # nodes with a float path down to a target

@@ -1858,8 +1858,13 @@ class Tensor(
         return self.reshape(tuple(s for i, s in enumerate(self.shape) if not (i in dims and s == 1)))
 
     def unsqueeze(self, dim: int) -> Tensor:
-        d = _norm_axis("unsqueeze", dim, self.ndim + 1)
-        return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
+        u = self.uop
+        shape = u.shape
+        d = _norm_axis("unsqueeze", dim, len(shape) + 1)
+        new = (*shape[:d], 1, *shape[d:])
+        if all(s.__class__ is int for s in shape):  # the element count stays: reshape's node, without its checks
+            return self._new(UOp.movement(Ops.RESHAPE, (u, UOp.shape_src(new)), new))
+        return self.reshape(new)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         if self.ndim == 0:

@@ -255,15 +255,16 @@ def test_groups_that_would_wait_on_each_other_are_found():
     graph = merge._Graph(calls, strict=False)
     assert graph.acyclic()
     mem = lambda u: u  # noqa: E731
-    g1 = merge._Group(a, graph, 1, mem, merge.Kind.LIGHT)
-    g2 = merge._Group(b, graph, 1, mem, merge.Kind.LIGHT)
-    g1.add(d, graph, 1, merge.Kind.LIGHT)
+    light = merge._Kernel(a, a, (), merge.Kind.LIGHT, 1)  # (a group reads only a kernel's kind and ops)
+    g1 = merge._Group(a, light, graph, mem)
+    g2 = merge._Group(b, light, graph, mem)
+    g1.add(d, light, graph)
     assert graph.acyclic()  # {a, d} then b: b reads a, nothing reads b
-    g2.add(c, graph, 1, merge.Kind.LIGHT)  # {b, c}: b reads a in {a, d}, d reads c in {b, c}
+    g2.add(c, light, graph)  # {b, c}: b reads a in {a, d}, d reads c in {b, c}
     assert not graph.acyclic()
     # the strict check refuses d in a's group: it reads c, a kernel run after a
     strict = merge._Graph(calls, strict=True)
-    assert strict.reaches([c], merge._Group(a, strict, 1, mem, merge.Kind.LIGHT), walk=True)
+    assert strict.reaches([c], merge._Group(a, light, strict, mem), walk=True)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -752,12 +752,7 @@ class MovementMixin:
             if t.shape != shape:
                 raise RuntimeError(f"stack: expects each tensor to be equal size, but got {shape} and {t.shape} ({i})")
         d = _dim("stack", dim, len(shape) + 1)
-        if all(s.__class__ is int for s in shape):  # static sizes: the RESHAPE unsqueeze makes, built directly
-            new = (*shape[:d], 1, *shape[d:])
-            to = UOp.shape_src(new)
-            first, *rest = (t._new(UOp.movement(Ops.RESHAPE, (t.uop, to), new)) for t in tensors)
-        else:
-            first, *rest = (t.unsqueeze(d) for t in tensors)
+        first, *rest = (t.unsqueeze(d) for t in tensors)
         return first.cat(*rest, dim=d)
 
     def split(self: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:

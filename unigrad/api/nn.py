@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -193,13 +193,22 @@ def unpool_to_plane(x: Tensor, idx: Tensor, lead: tuple[int, ...], size: tuple[i
     return (count > 1).where(total + (mean - total).detach(), total).reshape(*lead, *size)
 
 
+@record(frozen=True)
+class _Composites:
+    """The composites run as traced calls (function.traced): linear, layer norm with its weight and bias, attention
+    without dropout."""
+
+    linear: Callable[..., Tensor]
+    layernorm: Callable[..., Tensor]
+    attention: Callable[..., Tensor]
+
+
 @functools.cache
-def _traced_composites() -> tuple:
-    """The composites run as traced calls (function.py imports the Tensor these methods are mixed into: made on
-    first use): linear, layer norm with its weight and bias, attention without dropout."""
+def _composites() -> _Composites:
+    """Made on first use: function.py imports the Tensor these methods are mixed into."""
     from unigrad.function import traced
 
-    return traced(NNMixin._linear), traced(NNMixin._affine_layernorm_ops), traced(NNMixin._attention)
+    return _Composites(traced(NNMixin._linear), traced(NNMixin._affine_layernorm_ops), traced(NNMixin._attention))
 
 
 class NNMixin:
@@ -242,7 +251,7 @@ class NNMixin:
     def linear(self: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         """x @ weight + bias, with weight of shape (in, out) as tinygrad's Tensor.linear (1-D: elementwise); a traced
         call (function.traced) where the tensors allow."""
-        return _traced_composites()[0](self, weight, bias)
+        return _composites().linear(self, weight, bias)
 
     def _linear(self: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         shape, w_shape = self.uop.shape, weight.uop.shape
@@ -263,7 +272,7 @@ class NNMixin:
     def _affine_layernorm(self: Tensor, weight: Tensor | None, bias: Tensor | None, dims: int, eps: float) -> Tensor:
         """layernorm over the last `dims` dims * weight + bias (either None: left out): nn.LayerNorm's and
         F.layer_norm's, a traced call where the tensors allow."""
-        return _traced_composites()[1](self, weight, bias, dims, eps)
+        return _composites().layernorm(self, weight, bias, dims, eps)
 
     def _affine_layernorm_ops(
         self: Tensor, weight: Tensor | None, bias: Tensor | None, dims: int, eps: float
@@ -474,9 +483,9 @@ class NNMixin:
         shifted, log_norm = self._log_normalizer(-1)  # -log_softmax at the label, as log_norm - shifted: see _nll
         onehot = Y.unsqueeze(-1) == self._class_range(n)
         loss = log_norm - onehot.where(shifted, 0.0).sum(-1)
-        logp = shifted - log_norm.unsqueeze(-1)
         keep = (Y != ignore_index).cast(loss.dtype)
         if label_smoothing:  # (1 - s) * nll + s * (mean of -logp over the classes)
+            logp = shifted - log_norm.unsqueeze(-1)
             loss = loss * (1 - label_smoothing) - logp.mean(-1) * label_smoothing
         loss = loss * keep
         if reduction == "mean":
@@ -529,7 +538,7 @@ class NNMixin:
         if is_causal and attn_mask is not None:  # tinygrad and torch both refuse the pair
             raise RuntimeError("scaled_dot_product_attention: explicit attn_mask should not be set when is_causal=True")
         if dropout_p == 0 or not type(self).training:  # no random draw: a traced call where the tensors allow
-            return _traced_composites()[2](self, key, value, attn_mask, is_causal, scale, enable_gqa)
+            return _composites().attention(self, key, value, attn_mask, is_causal, scale, enable_gqa)
         weights, value = self._attention_weights(key, value, attn_mask, is_causal, scale, enable_gqa)
         return weights.dropout(dropout_p).matmul(value)
 

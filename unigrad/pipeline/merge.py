@@ -123,12 +123,15 @@ def _kind(topo: list[UOp], has_ranges: bool) -> Kind:
     return Kind.LIGHT if len(alu) <= EPILOGUE_OPS and not any(u.op in COSTLY_EPILOGUE for u in alu) else Kind.HEAVY
 
 
+REDUCING = frozenset({Kind.REDUCE, Kind.SMALL})  # the kinds that reduce
+
+
 def _mixable(kinds: list[Kind]) -> bool:
     """Whether kernels of these kinds may be one: small full reductions and light values (loops one after the
     other), or at most one reduction and then only light values beside it."""
     if all(k in (Kind.SMALL, Kind.LIGHT) for k in kinds):
         return True
-    reductions = sum(k in (Kind.REDUCE, Kind.SMALL) for k in kinds)
+    reductions = sum(k in REDUCING for k in kinds)
     return reductions == 0 or (reductions == 1 and Kind.HEAVY not in kinds)
 
 
@@ -229,17 +232,18 @@ class _Group:
     topological order, and the memories its members write and read (`mem`: a placeholder's memory, one for arguments
     that alias)."""
 
-    def __init__(self, call: UOp, graph: _Graph, ops: int, mem: Callable[[UOp], object], kind: Kind):
-        self.calls, self.ops, self.mem, self.kinds = [call], ops, mem, [kind]
-        self.first = self.last = graph.pos[call]
-        self.outs = {mem(call.src[1])}
-        self.reads = {mem(a) for a in call.src[2:]}
-        self.inputs = set(call.src[2:])
-        graph.group_of[call] = self
+    def __init__(self, call: UOp, k: _Kernel, graph: _Graph, mem: Callable[[UOp], object]):
+        self.calls: list[UOp] = []
+        self.kinds: list[Kind] = []
+        self.ops, self.mem, self.first = 0, mem, graph.pos[call]
+        self.outs: set[object] = set()
+        self.reads: set[object] = set()
+        self.inputs: set[UOp] = set()
+        self.add(call, k, graph)
 
-    def admits(self, call: UOp, idx: UOp, graph: _Graph, ops: int, max_ops: int, kind: Kind) -> bool:
-        """Whether `call` can join: see the module doc."""
-        if len(self.calls) >= MAX_MEMBERS or self.ops + ops > max_ops or not _mixable([*self.kinds, kind]):
+    def admits(self, call: UOp, k: _Kernel, graph: _Graph, max_ops: int) -> bool:
+        """Whether `call` (of kernel `k`) can join: see the module doc."""
+        if len(self.calls) >= MAX_MEMBERS or self.ops + k.ops > max_ops or not _mixable([*self.kinds, k.kind]):
             return False
         if len(self.inputs | set(call.src[2:])) > MAX_INPUTS:
             return False
@@ -249,27 +253,27 @@ class _Group:
         if any(d in members for d in _call_deps(call.src[1])):  # its output waits for a member: ordered after it
             return False
         outside: list[UOp] = []
-        for k, a in enumerate(call.src[2:], start=1):
+        for slot, a in enumerate(call.src[2:], start=1):
             deps = _call_deps(a)
             if inside := [d for d in deps if d in members]:
                 if not (a.op is Ops.AFTER and a.src[1:] == tuple(inside) and len(inside) == 1):
                     return False
-                if _base(inside[0].src[1]) is not a.src[0] or not _read_at(call.src[0], k, idx):
+                if _base(inside[0].src[1]) is not a.src[0] or not _read_at(call.src[0], slot, k.idx):
                     return False
             elif self.mem(a) in self.outs:
                 return False  # reads the old value of a buffer a member writes
             outside += [d for d in deps if d not in members]
         # a CALL it reads that is computed from a member (through other kernels): merged, the two would wait on each
         # other. (`call` is the newest CALL: no kernel reads it yet.)
-        reduces = any(k in (Kind.REDUCE, Kind.SMALL) for k in (*self.kinds, kind))
+        reduces = k.kind in REDUCING or not REDUCING.isdisjoint(self.kinds)
         return not graph.reaches(outside, self, walk=reduces)
 
-    def add(self, call: UOp, graph: _Graph, ops: int, kind: Kind) -> None:
+    def add(self, call: UOp, k: _Kernel, graph: _Graph) -> None:
         self.calls.append(call)
-        self.kinds.append(kind)
+        self.kinds.append(k.kind)
         self.last = graph.pos[call]
         graph.group_of[call] = self
-        self.ops += ops
+        self.ops += k.ops
         self.outs.add(self.mem(call.src[1]))
         self.reads |= {self.mem(a) for a in call.src[2:]}
         self.inputs |= set(call.src[2:])
@@ -374,10 +378,10 @@ def _form_groups(
             bool(k.ranges) and k.store.src[1].dtype is dtypes.bool,
         )
         g = open_groups.get(key)
-        if g is not None and g.admits(call, k.idx, graph, k.ops, max_ops, k.kind):
-            g.add(call, graph, k.ops, k.kind)
+        if g is not None and g.admits(call, k, graph, max_ops):
+            g.add(call, k, graph)
             continue
-        g = open_groups[key] = _Group(call, graph, k.ops, mem, k.kind)
+        g = open_groups[key] = _Group(call, k, graph, mem)
         groups.append(g)
     return groups
 

@@ -690,14 +690,16 @@ def _lane_sums(uops: tuple[UOp, ...], vec_regs: dict[UOp, int]) -> tuple[dict[UO
                 continue
             written = reg_param(reg)
             start = min(pos[leaf] for leaf in level)
-            if any(
-                w.op is Ops.STORE and w.src[0].op is Ops.INDEX and reg_param(w.src[0].src[0]) is written
-                for w in uops[start : pos[u]]
-            ):
+            if any(_stored_register(w) is written for w in uops[start : pos[u]]):
                 continue
             sums[u] = lane
             summed.update(inner[1:] + level)
     return sums, summed
+
+
+def _stored_register(u: UOp) -> UOp | None:
+    """The REG accumulator a STORE writes, or None (not a store, or one to memory)."""
+    return reg_param(u.src[0].src[0]) if u.op is Ops.STORE and u.src[0].op is Ops.INDEX else None
 
 
 # ops a batch of lane sums is not computed across: loops, branches, barriers (a register's value may change there)
@@ -729,7 +731,7 @@ def _sum_batches(
             if run and (u.dtype is not run[0].dtype or sums[u][2] != sums[run[0]][2]):
                 close()
             run.append(u)
-        elif u.op in _BATCH_ENDS or (u.op is Ops.STORE and u.src[0].op is Ops.INDEX and _is_reg(u.src[0].src[0])):
+        elif u.op in _BATCH_ENDS or _stored_register(u) is not None:
             close()
     close()
     return out
